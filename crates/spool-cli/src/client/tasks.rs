@@ -1,0 +1,135 @@
+//! `spool tasks`: a queue's tasks as a table, most attempts first when one
+//! state is asked for (where an operator looks in a crisis).
+
+use clap::Args;
+use spool_core::{ListOrder, ListRequest, PayloadFormat, QueueName, Store, Task, TaskState};
+
+use super::args;
+use super::connect::ServerArgs;
+use super::render;
+
+/// The long `--help` text of `spool tasks`.
+pub(crate) const ABOUT: &str = "\
+Lists the tasks of QUEUE: id, kind, state, attempt/max attempts, run time
+(UTC) and the last error. Without --state the oldest tasks come first; with
+--state the tasks with the most attempts come first.
+
+States: scheduled (waiting for its run time), ready (claimable), leased (being
+run), dead (out of attempts: fix the cause, then `spool retry QUEUE --all`).
+Completed tasks are deleted, so they never show.
+
+Examples:
+  spool tasks emails
+  spool tasks emails --state dead --limit 20";
+
+/// Options of `spool tasks` (see [`ABOUT`]).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct TasksArgs {
+    /// The queue to list.
+    #[arg(value_parser = args::queue)]
+    pub queue: QueueName,
+
+    /// Only tasks in this state: scheduled, ready, leased or dead.
+    #[arg(long)]
+    pub state: Option<TaskState>,
+
+    /// Most tasks to show.
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: u64,
+
+    /// Print JSON (every error, JSON payloads) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// Longest last-error text in the table; `--json` has all of it.
+const ERROR_WIDTH: usize = 60;
+
+pub(crate) fn run(args: TasksArgs) -> anyhow::Result<()> {
+    let server = args.server.connect()?;
+    let wanted = usize::try_from(args.limit).unwrap_or(usize::MAX);
+    let mut req = ListRequest::new(args.queue.clone());
+    req.state = args.state;
+    if args.state.is_some() {
+        req.order = ListOrder::AttemptsDesc;
+    }
+    let tasks = super::block_on(async {
+        let mut tasks = Vec::new();
+        // The server pages at most 1000 tasks; follow the cursor for more.
+        loop {
+            req.limit = (wanted - tasks.len()).min(spool_core::store::MAX_LIST_LIMIT);
+            let page = server.call(server.store.list(req.clone())).await?;
+            tasks.extend(page.tasks);
+            match page.next_cursor {
+                Some(cursor) if tasks.len() < wanted => req.cursor = Some(cursor),
+                _ => return Ok(tasks),
+            }
+        }
+    })?;
+    if args.json {
+        let tasks: Vec<_> = tasks.iter().map(json).collect();
+        return super::print_json(&serde_json::json!({ "tasks": tasks }));
+    }
+    if tasks.is_empty() {
+        let which = args.state.map_or(String::new(), |s| format!("{s} "));
+        return super::print(&format!("no {which}tasks in queue {}\n", args.queue));
+    }
+    let rows: Vec<Vec<String>> = tasks.iter().map(row).collect();
+    let header = ["ID", "KIND", "STATE", "ATTEMPT", "RUN_AT", "LAST_ERROR"];
+    super::print(&render::table(&header, &rows))
+}
+
+fn row(t: &Task) -> Vec<String> {
+    vec![
+        t.id.to_string(),
+        t.kind.as_str().to_string(),
+        t.state.to_string(),
+        format!("{}/{}", t.attempt, t.max_attempts),
+        render::time(t.run_at),
+        t.errors
+            .last()
+            .map_or("-".into(), |e| render::cell(&e.message, ERROR_WIDTH)),
+    ]
+}
+
+fn json(t: &Task) -> serde_json::Value {
+    let errors: Vec<_> = t
+        .errors
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "attempt": e.attempt,
+                "at": render::time_json(e.at),
+                "message": e.message,
+            })
+        })
+        .collect();
+    // A JSON payload is shown as JSON; a binary one only by its size, since
+    // bytes are not text.
+    let (payload, payload_bytes) = match t.payload.format {
+        PayloadFormat::Json => (
+            serde_json::from_slice::<serde_json::Value>(&t.payload.bytes).ok(),
+            None,
+        ),
+        PayloadFormat::Binary => (None, Some(t.payload.len())),
+    };
+    serde_json::json!({
+        "id": t.id.0,
+        "queue": t.queue.as_str(),
+        "kind": t.kind.as_str(),
+        "state": t.state.as_str(),
+        "attempt": t.attempt,
+        "max_attempts": t.max_attempts,
+        "priority": t.priority,
+        "run_at": render::time_json(t.run_at),
+        "key": t.key.as_ref().map(|k| k.as_str()),
+        "payload": payload,
+        "payload_bytes": payload_bytes,
+        "errors": errors,
+        "created_at": render::time_json(t.created_at),
+    })
+}

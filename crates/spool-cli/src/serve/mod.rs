@@ -1,0 +1,158 @@
+//! `spool serve`: the embedded engine (or PostgreSQL) behind the HTTP/JSON API.
+//!
+//! This module only wires: it opens the store, checks that the address and
+//! the token agree with the security rule ([`auth_rule`]), and hands both to
+//! `spool_server::run` with a shutdown future that completes on Ctrl-C or
+//! SIGTERM ([`shutdown`]).
+
+mod auth_rule;
+mod shutdown;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use spool_core::Store;
+use spool_engine::{Engine, EngineConfig};
+use spool_postgres::{PgConfig, PgStore};
+use spool_runtime::Scheduler;
+use spool_server::{AppState, ServerConfig, TlsConfig};
+
+/// The long `--help` text of `spool serve`.
+pub(crate) const ABOUT: &str = "\
+Serves the HTTP/JSON API (under /v1), the admin page (/), Prometheus metrics
+(/metrics) and a health check (/healthz) over the embedded engine in DIR, or
+over PostgreSQL with --postgres URL (everything in schema `spool` of that
+database, created and migrated on start). Several servers on one PostgreSQL
+database are one service. The server also fires the schedules it keeps.
+
+Security: by default the server listens on 127.0.0.1 only. Listening on any
+other address requires a token (--token or SPOOL_TOKEN; clients send it as
+`Authorization: Bearer TOKEN`) unless --insecure-no-auth is given. A token,
+once set, is required on every address; only /healthz stays open. With
+--tls-cert and --tls-key the server speaks HTTPS.
+
+Ctrl-C or SIGTERM stops it gracefully: requests in progress may finish, then
+the embedded engine's log is flushed and its data directory released.";
+
+/// Options of `spool serve` (see [`ABOUT`]).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ServeArgs {
+    /// Data directory of the embedded engine (created if missing).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "./spool-data",
+        conflicts_with = "postgres"
+    )]
+    pub data: PathBuf,
+
+    /// Keep tasks in PostgreSQL instead (e.g. postgres://postgres@127.0.0.1/test).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "SPOOL_POSTGRES",
+        hide_env_values = true
+    )]
+    pub postgres: Option<String>,
+
+    /// Address and port to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7700")]
+    pub listen: SocketAddr,
+
+    /// Bearer token clients must present.
+    #[arg(long, env = "SPOOL_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Allow a non-loopback address without a token.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+
+    /// Largest request body in bytes; raise it with a queue's max_payload
+    /// for payloads near 16 MiB (base64 adds a third).
+    #[arg(long, value_name = "BYTES", default_value_t = spool_server::ServerConfig::default().max_body)]
+    pub max_body: usize,
+
+    /// Refuse enqueues to queues not created first (PUT /v1/queues/{queue}).
+    #[arg(long)]
+    pub strict_queues: bool,
+
+    /// Certificate chain (PEM) for HTTPS; needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// Private key (PEM) for HTTPS; needs --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
+    auth_rule::check(args.listen, args.token.as_deref(), args.insecure_no_auth)?;
+    let runtime = crate::runtime::build()?;
+    let store = open_store(&args, &runtime)?;
+    let config = ServerConfig {
+        max_body: args.max_body,
+        token: args.token,
+        tls: args
+            .tls_cert
+            .zip(args.tls_key)
+            .map(|(cert, key)| TlsConfig { cert, key }),
+        ..ServerConfig::default()
+    };
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.listen))?;
+        // The bound address, not the asked one: with port 0 the OS picks.
+        let addr = listener.local_addr().context("no local address")?;
+        tracing::info!("listening on {scheme}://{addr}");
+        // The server fires the schedules it keeps (SPEC §5); other
+        // processes may run schedulers too: the store fires each tick once.
+        let scheduler = Scheduler::new(store.clone())
+            .start()
+            .context("cannot start the scheduler")?;
+        let state = AppState::new(store.clone());
+        let served = spool_server::run(listener, state, config, shutdown::signal())
+            .await
+            .context("the server failed");
+        scheduler.stop().await;
+        served
+    })?;
+    // The runtime goes first; the engine, dropped last, then flushes its
+    // log and releases the directory outside any async context.
+    drop(runtime);
+    drop(store);
+    tracing::info!("stopped; the store is closed");
+    Ok(())
+}
+
+/// The embedded engine in `--data`, or the PostgreSQL store at `--postgres`.
+fn open_store(
+    args: &ServeArgs,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Arc<dyn Store>> {
+    if let Some(url) = &args.postgres {
+        let config = PgConfig {
+            strict_queues: args.strict_queues,
+            ..PgConfig::default()
+        };
+        let store = runtime
+            .block_on(PgStore::connect(url, config))
+            .context("cannot open the PostgreSQL store")?;
+        tracing::info!(schema = store.schema(), "store: PostgreSQL");
+        return Ok(Arc::new(store));
+    }
+    let mut config = EngineConfig::new(&args.data);
+    config.strict_queues = args.strict_queues;
+    let engine = Engine::open(config)
+        .with_context(|| format!("cannot open the data directory {}", args.data.display()))?;
+    tracing::info!(data = %args.data.display(), "store: embedded engine");
+    Ok(Arc::new(engine))
+}

@@ -1,0 +1,72 @@
+//! A real `spool serve` child process for the black-box server tests.
+//!
+//! [`TestServer::start`] runs the binary Cargo built on port 0 and reads the
+//! address it logs; dropping the server SIGKILLs it, so a failing test never
+//! leaves one behind.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+pub type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+#[derive(Debug)]
+pub struct TestServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    pub base: String,
+}
+
+impl TestServer {
+    /// Starts `spool serve` on `data` (created if missing) and waits until
+    /// it listens.
+    pub fn start(data: &Path) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+            .arg(data)
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let mut lines = BufReader::new(stderr).lines();
+        // Port 0: the server logs the address the OS gave it.
+        let addr = loop {
+            let Some(line) = lines.next() else {
+                let status = child.wait()?;
+                return Err(format!("spool serve exited before listening: {status}").into());
+            };
+            if let Some(rest) = line?.split("listening on http://").nth(1) {
+                break rest
+                    .split_whitespace()
+                    .next()
+                    .ok_or("no address")?
+                    .to_string();
+            }
+        };
+        // Keep draining the log: a full pipe would block the server.
+        std::thread::spawn(move || lines.for_each(drop));
+        Ok(TestServer {
+            child,
+            base: format!("http://{addr}"),
+        })
+    }
+
+    /// The server's process id, for readings in /proc.
+    // Each test binary compiles this module; not all of them read /proc.
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILLs the server and reaps it.
+    pub fn kill(&mut self) {
+        // Already gone is fine: the point is that it is not running.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,372 @@
+//! The JSON shapes of the API as the client writes and reads them, and their
+//! conversion to and from `spool_core` types.
+//!
+//! Everything the server sends is validated on the way in (names, states,
+//! timestamps); a server answer that does not fit is an internal error, not
+//! a task with made-up fields.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use spool_core::task::RunAt;
+use spool_core::time::duration_millis;
+use spool_core::{
+    ErrorRecord, Kind, Lease, LeaseToken, NewTask, Payload, PayloadFormat, QueueName,
+    QueueSettings, QueueStats, StateCounts, StoreError, Task, TaskId, TaskKey, TaskState,
+    Timestamp,
+};
+
+use spool_core::rfc3339;
+
+fn bad_answer(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(format!("the server sent an invalid answer: {what}"))
+}
+
+/// A timestamp for a request; out-of-range times are the caller's mistake.
+pub fn time_out(field: &str, t: Timestamp) -> Result<String, StoreError> {
+    rfc3339::format(t)
+        .map_err(|_| StoreError::bad_request(format!("{field} is outside the years 0000-9999")))
+}
+
+pub(crate) fn time_in(field: &str, s: &str) -> Result<Timestamp, StoreError> {
+    rfc3339::parse(s).map_err(|_| bad_answer(format!("{field} {s:?} is not RFC 3339")))
+}
+
+/// Whole milliseconds of a duration for a `*_ms` field.
+pub fn ms(d: Duration) -> u64 {
+    u64::try_from(duration_millis(d)).unwrap_or(u64::MAX)
+}
+
+/// The two payload fields of a request.
+#[derive(Debug, Default)]
+pub struct PayloadOut<'a> {
+    pub payload: Option<&'a RawValue>,
+    pub payload_base64: Option<String>,
+}
+
+/// JSON payloads go as themselves, bytes as base64.
+pub fn payload_out(p: &Payload) -> Result<PayloadOut<'_>, StoreError> {
+    match p.format {
+        PayloadFormat::Json => {
+            let raw: &RawValue = serde_json::from_slice(&p.bytes)
+                .map_err(|e| StoreError::bad_request(format!("payload is not valid JSON: {e}")))?;
+            Ok(PayloadOut {
+                payload: Some(raw),
+                payload_base64: None,
+            })
+        }
+        PayloadFormat::Binary => Ok(PayloadOut {
+            payload: None,
+            payload_base64: Some(STANDARD.encode(&p.bytes)),
+        }),
+    }
+}
+
+/// One task of an enqueue request.
+#[derive(Debug, Serialize)]
+pub struct EnqueueItem<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    pub priority: i16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_ms: Option<u64>,
+}
+
+impl<'a> EnqueueItem<'a> {
+    pub fn new(t: &'a NewTask) -> Result<Self, StoreError> {
+        let (run_at, delay_ms) = match t.run_at {
+            RunAt::Now => (None, None),
+            RunAt::At(at) => (Some(time_out("run_at", at)?), None),
+            RunAt::After(d) => (None, Some(ms(d))),
+        };
+        let payload = payload_out(&t.payload)?;
+        Ok(EnqueueItem {
+            kind: t.kind.as_ref().map(Kind::as_str),
+            payload: payload.payload,
+            payload_base64: payload.payload_base64,
+            priority: t.priority,
+            run_at,
+            delay_ms,
+            key: t.key.as_ref().map(TaskKey::as_str),
+            max_attempts: t.max_attempts,
+            lease_ms: t.lease_ms,
+        })
+    }
+}
+
+/// `{"tasks": [...]}`: always the batch form, even for one task.
+#[derive(Debug, Serialize)]
+pub struct EnqueueBatch<'a> {
+    pub tasks: Vec<EnqueueItem<'a>>,
+}
+
+/// The body of an update.
+#[derive(Debug, Serialize)]
+pub struct PatchOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i16>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Enqueued {
+    pub id: u64,
+    pub duplicate: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EnqueuedList {
+    pub tasks: Vec<Enqueued>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LeaseIn {
+    owner: String,
+    token: Option<String>,
+    expires_at: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct ErrorIn {
+    attempt: u32,
+    at: String,
+    message: String,
+}
+
+/// `deserialize_with` for `payload`: a present `null` is the JSON value
+/// null (a payload), not an absent field.
+pub fn present_raw<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// A task as the server sends it; the payload is kept as raw JSON text.
+#[derive(Debug, Deserialize)]
+pub struct TaskIn<'a> {
+    id: u64,
+    queue: String,
+    kind: String,
+    #[serde(default, borrow, deserialize_with = "present_raw")]
+    payload: Option<&'a RawValue>,
+    payload_base64: Option<String>,
+    priority: i16,
+    run_at: String,
+    key: Option<String>,
+    attempt: u32,
+    max_attempts: u32,
+    lease_ms: Option<u64>,
+    state: String,
+    lease: Option<LeaseIn>,
+    errors: Vec<ErrorIn>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl TaskIn<'_> {
+    /// The task; `known_token` fills in the lease token the server leaves
+    /// out of every answer but a claim's (the caller sent it, so knows it).
+    pub fn into_task(self, known_token: Option<LeaseToken>) -> Result<Task, StoreError> {
+        let payload = match (self.payload, self.payload_base64) {
+            (Some(raw), None) => Payload::json(raw.get().as_bytes().to_vec()),
+            (None, Some(b64)) => Payload::binary(STANDARD.decode(b64).map_err(bad_answer)?),
+            _ => {
+                return Err(bad_answer(
+                    "a task needs exactly one of payload, payload_base64",
+                ))
+            }
+        };
+        let lease = match self.lease {
+            Some(l) => Some(Lease {
+                owner: l.owner,
+                token: match (l.token, known_token) {
+                    (Some(t), _) => t.parse().map_err(bad_answer)?,
+                    (None, Some(t)) => t,
+                    // GET and list never show tokens; zero stands for "not shown".
+                    (None, None) => LeaseToken(0),
+                },
+                expires_at: time_in("expires_at", &l.expires_at)?,
+            }),
+            None => None,
+        };
+        let errors = self
+            .errors
+            .into_iter()
+            .map(|e| {
+                Ok(ErrorRecord {
+                    attempt: e.attempt,
+                    at: time_in("at", &e.at)?,
+                    message: e.message,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(Task {
+            id: TaskId(self.id),
+            queue: QueueName::new(self.queue).map_err(bad_answer)?,
+            kind: Kind::new(self.kind).map_err(bad_answer)?,
+            payload,
+            priority: self.priority,
+            run_at: time_in("run_at", &self.run_at)?,
+            key: self.key.map(TaskKey::new).transpose().map_err(bad_answer)?,
+            attempt: self.attempt,
+            max_attempts: self.max_attempts,
+            lease_ms: self.lease_ms,
+            state: self.state.parse::<TaskState>().map_err(bad_answer)?,
+            lease,
+            errors,
+            created_at: time_in("created_at", &self.created_at)?,
+            updated_at: time_in("updated_at", &self.updated_at)?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TasksIn<'a> {
+    #[serde(borrow)]
+    pub tasks: Vec<TaskIn<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PageIn<'a> {
+    #[serde(borrow)]
+    pub tasks: Vec<TaskIn<'a>>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CountsIn {
+    scheduled: u64,
+    ready: u64,
+    leased: u64,
+    dead: u64,
+}
+
+impl From<CountsIn> for StateCounts {
+    fn from(c: CountsIn) -> Self {
+        StateCounts {
+            scheduled: c.scheduled,
+            ready: c.ready,
+            leased: c.leased,
+            dead: c.dead,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct QueueIn {
+    name: String,
+    paused: bool,
+    counts: CountsIn,
+    kinds: BTreeMap<String, CountsIn>,
+    oldest_ready_age_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct QueuesIn {
+    pub queues: Vec<QueueIn>,
+}
+
+impl QueueIn {
+    pub fn into_stats(self) -> Result<QueueStats, StoreError> {
+        let kinds = self
+            .kinds
+            .into_iter()
+            .map(|(k, c)| Ok((Kind::new(k).map_err(bad_answer)?, c.into())))
+            .collect::<Result<_, StoreError>>()?;
+        Ok(QueueStats {
+            name: QueueName::new(self.name).map_err(bad_answer)?,
+            paused: self.paused,
+            counts: self.counts.into(),
+            kinds,
+            oldest_ready_age: self.oldest_ready_age_ms.map(Duration::from_millis),
+        })
+    }
+}
+
+/// Queue settings, both ways.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SettingsJson {
+    lease_ms: u64,
+    max_attempts: u32,
+    backoff_base_ms: u64,
+    backoff_max_ms: u64,
+    dedup_window_ms: u64,
+    max_payload: u64,
+    paused: bool,
+}
+
+impl From<&QueueSettings> for SettingsJson {
+    fn from(s: &QueueSettings) -> Self {
+        SettingsJson {
+            lease_ms: ms(s.lease),
+            max_attempts: s.max_attempts,
+            backoff_base_ms: ms(s.backoff_base),
+            backoff_max_ms: ms(s.backoff_max),
+            dedup_window_ms: ms(s.dedup_window),
+            max_payload: s.max_payload,
+            paused: s.paused,
+        }
+    }
+}
+
+impl From<SettingsJson> for QueueSettings {
+    fn from(s: SettingsJson) -> Self {
+        QueueSettings {
+            lease: Duration::from_millis(s.lease_ms),
+            max_attempts: s.max_attempts,
+            backoff_base: Duration::from_millis(s.backoff_base_ms),
+            backoff_max: Duration::from_millis(s.backoff_max_ms),
+            dedup_window: Duration::from_millis(s.dedup_window_ms),
+            max_payload: s.max_payload,
+            paused: s.paused,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AckResultIn {
+    pub status: u16,
+    pub error: Option<crate::http::ErrorDetail>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AckResultsIn {
+    pub results: Vec<AckResultIn>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RetriedIn {
+    pub retried: u64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TimeIn {
+    pub now: String,
+}
+
+impl TimeIn {
+    pub fn into_timestamp(self) -> Result<Timestamp, StoreError> {
+        time_in("now", &self.now)
+    }
+}

@@ -1,0 +1,77 @@
+//! The errors every store returns, with stable codes (SPEC §7).
+//!
+//! The code strings are API: clients match on them, so they never change.
+
+use crate::names::{NameError, QueueName};
+
+/// An operation's failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The task never existed or is gone (completed, cancelled).
+    #[error("task not found")]
+    NotFound,
+    /// The queue does not exist (and the store does not create queues on demand).
+    #[error("queue {0} not found")]
+    QueueNotFound(QueueName),
+    /// The token is not the task's current lease token.
+    #[error("lease lost: the token is not the task's current lease")]
+    LeaseLost,
+    /// The task is leased, so it cannot be changed.
+    #[error("the task is leased by a worker and cannot be changed")]
+    LeaseHeld,
+    /// The request is malformed or out of range.
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("payload of {size} bytes exceeds the queue's max_payload of {max} bytes")]
+    PayloadTooLarge { size: u64, max: u64 },
+    /// The store cannot serve now (down, stopped after an I/O failure, shut down).
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// A bug or an unexpected condition; never the client's fault.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl StoreError {
+    /// The stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::NotFound | StoreError::QueueNotFound(_) => "not_found",
+            StoreError::LeaseLost => "lease_lost",
+            StoreError::LeaseHeld => "lease_held",
+            StoreError::BadRequest(_) => "bad_request",
+            StoreError::PayloadTooLarge { .. } => "payload_too_large",
+            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Internal(_) => "internal",
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        StoreError::BadRequest(message.into())
+    }
+}
+
+impl From<NameError> for StoreError {
+    fn from(e: NameError) -> Self {
+        StoreError::BadRequest(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_stable() {
+        assert_eq!(StoreError::NotFound.code(), "not_found");
+        assert_eq!(StoreError::LeaseLost.code(), "lease_lost");
+        assert_eq!(StoreError::LeaseHeld.code(), "lease_held");
+        assert_eq!(StoreError::bad_request("x").code(), "bad_request");
+        assert_eq!(
+            StoreError::PayloadTooLarge { size: 2, max: 1 }.code(),
+            "payload_too_large"
+        );
+        assert_eq!(StoreError::Unavailable("x".into()).code(), "unavailable");
+    }
+}

@@ -1,0 +1,33 @@
+//! Spool's core semantics, shared by every store and by the runtime.
+//!
+//! This crate holds what a task *is* and what may happen to it — the task
+//! model ([`task`]), queue settings ([`settings`]), the retry rules
+//! ([`backoff`], [`transition`]), names ([`names`]), time ([`time`]) — and the
+//! one seam every store implements: the [`Store`] trait.
+//!
+//! It knows nothing of files, sockets, SQL or async runtimes: stores and the
+//! runtime depend on it, never the other way round.
+
+pub mod backoff;
+pub mod error;
+pub mod names;
+pub mod rfc3339;
+pub mod schedule;
+pub mod settings;
+pub mod store;
+pub mod task;
+pub mod time;
+pub mod transition;
+
+pub use error::StoreError;
+pub use names::{Kind, NameError, QueueName, TaskKey};
+pub use schedule::{Cadence, Schedule, ScheduleSpec};
+pub use settings::QueueSettings;
+pub use store::{
+    ClaimRequest, EnqueueOutcome, FailRequest, KindCounts, ListOrder, ListRequest, QueueStats,
+    StateCounts, Store, TaskPage, TaskPatch, TaskRef,
+};
+pub use task::{
+    ErrorRecord, Lease, LeaseToken, NewTask, Payload, PayloadFormat, Task, TaskId, TaskState,
+};
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};

@@ -1,0 +1,188 @@
+//! Validated names: queues, kinds and idempotency keys.
+//!
+//! A value of these types is valid by construction, so stores and handlers
+//! never re-check it. Queue names and kinds are 1–128 characters of
+//! `[A-Za-z0-9._:-]`; `.` and `..` are refused as queue names because they
+//! would be path segments in URLs. Keys are 1–256 bytes of any UTF-8.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a name was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("{what} must be 1 to {max} characters long, got {len}")]
+    Length {
+        what: &'static str,
+        max: usize,
+        len: usize,
+    },
+    #[error("{what} may contain only A-Z a-z 0-9 . _ : - (found {found:?})")]
+    Charset { what: &'static str, found: char },
+    #[error("{0:?} is reserved")]
+    Reserved(String),
+}
+
+const NAME_MAX: usize = 128;
+const KEY_MAX: usize = 256;
+
+fn check_charset(what: &'static str, s: &str) -> Result<(), NameError> {
+    if s.is_empty() || s.len() > NAME_MAX {
+        return Err(NameError::Length {
+            what,
+            max: NAME_MAX,
+            len: s.chars().count(),
+        });
+    }
+    match s
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')))
+    {
+        Some(found) => Err(NameError::Charset { what, found }),
+        None => Ok(()),
+    }
+}
+
+macro_rules! string_newtype {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        ///
+        /// Shared, immutable text: cloning is a reference-count increment,
+        /// which matters on the claim path where every task carries two.
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(Arc<str>);
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{:?}", self.0)
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = NameError;
+            fn from_str(s: &str) -> Result<Self, NameError> {
+                $name::new(s)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = NameError;
+            fn try_from(s: String) -> Result<Self, NameError> {
+                $name::new(s)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                $name::new(s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+string_newtype!(
+    /// The name of a queue.
+    QueueName
+);
+string_newtype!(
+    /// The handler name of a task inside its queue.
+    Kind
+);
+string_newtype!(
+    /// An idempotency key, unique per queue (SPEC §3.1).
+    TaskKey
+);
+
+impl QueueName {
+    pub fn new(s: impl Into<String>) -> Result<Self, NameError> {
+        let s = s.into();
+        check_charset("queue name", &s)?;
+        if s == "." || s == ".." {
+            return Err(NameError::Reserved(s));
+        }
+        Ok(QueueName(Arc::from(s)))
+    }
+}
+
+impl Kind {
+    pub fn new(s: impl Into<String>) -> Result<Self, NameError> {
+        let s = s.into();
+        check_charset("kind", &s)?;
+        Ok(Kind(Arc::from(s)))
+    }
+}
+
+impl From<&QueueName> for Kind {
+    /// A task's kind defaults to its queue's name; the charsets are equal.
+    fn from(q: &QueueName) -> Kind {
+        Kind(q.0.clone())
+    }
+}
+
+impl TaskKey {
+    /// `.` and `..` are refused: as URL path segments (`/keys/{key}`) every
+    /// HTTP client resolves them away, so such a key could not be addressed.
+    pub fn new(s: impl Into<String>) -> Result<Self, NameError> {
+        let s = s.into();
+        if s.is_empty() || s.len() > KEY_MAX {
+            return Err(NameError::Length {
+                what: "key",
+                max: KEY_MAX,
+                len: s.len(),
+            });
+        }
+        if s == "." || s == ".." {
+            return Err(NameError::Reserved(s));
+        }
+        Ok(TaskKey(Arc::from(s)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names_follow_the_charset() {
+        assert!(QueueName::new("emails.v2:high-prio_1").is_ok());
+        assert!(QueueName::new("").is_err());
+        assert!(QueueName::new("a b").is_err());
+        assert!(QueueName::new("é").is_err());
+        assert!(QueueName::new("x".repeat(128)).is_ok());
+        assert!(QueueName::new("x".repeat(129)).is_err());
+        assert_eq!(
+            QueueName::new(".."),
+            Err(NameError::Reserved("..".to_string()))
+        );
+    }
+
+    #[test]
+    fn keys_are_bounded_in_bytes() {
+        assert!(TaskKey::new("k".repeat(256)).is_ok());
+        assert!(TaskKey::new("k".repeat(257)).is_err());
+        assert!(TaskKey::new("").is_err());
+        assert!(TaskKey::new("any thing/ü").is_ok());
+        assert!(TaskKey::new("..").is_err());
+    }
+}

@@ -1,0 +1,362 @@
+//! The [`Store`] trait: the one seam between Spool's semantics and where
+//! tasks are kept.
+//!
+//! Every store (embedded engine, PostgreSQL, remote server) implements it and
+//! passes the same conformance suite (`spool-testkit`). The guarantees are
+//! SPEC §3: every mutating call is durable before it returns; a task is never
+//! handed to two claimers while its lease is valid; a token from an expired
+//! lease gets [`StoreError::LeaseLost`] and changes nothing.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::StoreError;
+use crate::names::{Kind, QueueName, TaskKey};
+use crate::schedule::{Schedule, ScheduleSpec};
+use crate::settings::QueueSettings;
+use crate::task::{LeaseToken, NewTask, Payload, Task, TaskId, TaskState};
+use crate::time::Timestamp;
+
+/// Most tasks in one enqueue batch.
+pub const MAX_BATCH: usize = 10_000;
+/// Most tasks one claim may take.
+pub const MAX_CLAIM: u32 = 1000;
+/// Longest long-poll wait of a claim.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// Most tasks one list page may hold.
+pub const MAX_LIST_LIMIT: usize = 1000;
+/// Longest worker id, in bytes.
+pub const MAX_WORKER_ID: usize = 256;
+
+/// The result of enqueueing one task.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct EnqueueOutcome {
+    pub id: TaskId,
+    /// True when the key matched a live or recently completed task: nothing
+    /// was created and `id` is that task's.
+    pub duplicate: bool,
+}
+
+/// A request for up to `max` ready tasks.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ClaimRequest {
+    pub queue: QueueName,
+    pub worker: String,
+    pub max: u32,
+    /// Defaults to the queue's lease; a task's own `lease_ms` wins.
+    pub lease: Option<Duration>,
+    /// Long poll: block until a task is ready or this much time has passed.
+    pub wait: Duration,
+}
+
+impl ClaimRequest {
+    pub fn new(queue: QueueName, worker: impl Into<String>) -> Self {
+        ClaimRequest {
+            queue,
+            worker: worker.into(),
+            max: 1,
+            lease: None,
+            wait: Duration::ZERO,
+        }
+    }
+
+    pub fn max(mut self, max: u32) -> Self {
+        self.max = max;
+        self
+    }
+
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// Out-of-range values are refused, never clamped (SPEC §7.1).
+    pub fn validate(&self) -> Result<(), StoreError> {
+        if self.worker.is_empty() || self.worker.len() > MAX_WORKER_ID {
+            return Err(StoreError::bad_request(format!(
+                "worker must be 1 to {MAX_WORKER_ID} bytes"
+            )));
+        }
+        if self.max == 0 || self.max > MAX_CLAIM {
+            return Err(StoreError::bad_request(format!(
+                "max must be between 1 and {MAX_CLAIM}"
+            )));
+        }
+        if self.wait > MAX_WAIT {
+            return Err(StoreError::bad_request("wait_ms must be at most 30000"));
+        }
+        if self.lease.is_some_and(|l| l.is_zero()) {
+            return Err(StoreError::bad_request("lease_ms must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// How a failed attempt is recorded.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct FailRequest {
+    pub message: String,
+    /// Retry at this time instead of after the backoff.
+    pub retry_at: Option<Timestamp>,
+    /// Dead at once, whatever attempts remain.
+    pub discard: bool,
+}
+
+impl FailRequest {
+    pub fn new(message: impl Into<String>) -> Self {
+        FailRequest {
+            message: message.into(),
+            ..FailRequest::default()
+        }
+    }
+}
+
+/// A live task, addressed by its id or by its queue and idempotency key.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum TaskRef {
+    Id(TaskId),
+    Key(QueueName, TaskKey),
+}
+
+impl From<TaskId> for TaskRef {
+    fn from(id: TaskId) -> Self {
+        TaskRef::Id(id)
+    }
+}
+
+/// Fields an `update` may change (only while the task is not leased).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct TaskPatch {
+    pub payload: Option<Payload>,
+    pub run_at: Option<Timestamp>,
+    pub priority: Option<i16>,
+}
+
+/// The order of a list.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum ListOrder {
+    /// Oldest id first.
+    #[default]
+    Id,
+    /// Most attempts first, then id: where an operator looks in a crisis.
+    AttemptsDesc,
+}
+
+/// One page of a queue's tasks.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ListRequest {
+    pub queue: QueueName,
+    pub state: Option<TaskState>,
+    pub order: ListOrder,
+    pub limit: usize,
+    /// Opaque, from the previous page's `next_cursor`.
+    pub cursor: Option<String>,
+}
+
+impl ListRequest {
+    pub fn new(queue: QueueName) -> Self {
+        ListRequest {
+            queue,
+            state: None,
+            order: ListOrder::Id,
+            limit: 100,
+            cursor: None,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), StoreError> {
+        if self.limit == 0 || self.limit > MAX_LIST_LIMIT {
+            return Err(StoreError::bad_request(format!(
+                "limit must be between 1 and {MAX_LIST_LIMIT}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A page of tasks and where the next page starts.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct TaskPage {
+    pub tasks: Vec<Task>,
+    pub next_cursor: Option<String>,
+}
+
+/// Task counts per state.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct StateCounts {
+    pub scheduled: u64,
+    pub ready: u64,
+    pub leased: u64,
+    pub dead: u64,
+}
+
+impl StateCounts {
+    pub fn get(&self, s: TaskState) -> u64 {
+        match s {
+            TaskState::Scheduled => self.scheduled,
+            TaskState::Ready => self.ready,
+            TaskState::Leased => self.leased,
+            TaskState::Dead => self.dead,
+        }
+    }
+
+    pub fn slot(&mut self, s: TaskState) -> &mut u64 {
+        match s {
+            TaskState::Scheduled => &mut self.scheduled,
+            TaskState::Ready => &mut self.ready,
+            TaskState::Leased => &mut self.leased,
+            TaskState::Dead => &mut self.dead,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.scheduled + self.ready + self.leased + self.dead
+    }
+}
+
+/// Counts per kind.
+pub type KindCounts = BTreeMap<Kind, StateCounts>;
+
+/// What `stats` reports for one queue.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct QueueStats {
+    pub name: QueueName,
+    pub paused: bool,
+    pub counts: StateCounts,
+    pub kinds: KindCounts,
+    /// How long the longest-waiting ready task has been claimable.
+    pub oldest_ready_age: Option<Duration>,
+}
+
+/// Where tasks are kept. See the module docs for the guarantees.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Creates tasks atomically (all or none). For a key that is live or
+    /// within the dedup window, returns the existing id with `duplicate`.
+    async fn enqueue(
+        &self,
+        queue: &QueueName,
+        tasks: Vec<NewTask>,
+    ) -> Result<Vec<EnqueueOutcome>, StoreError>;
+
+    /// Leases up to `max` ready tasks in (priority, run_at, id) order.
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Task>, StoreError>;
+
+    /// Completes (deletes) the task, or with `reschedule_at` re-arms it as
+    /// scheduled with `attempt = 0`.
+    async fn ack(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        reschedule_at: Option<Timestamp>,
+    ) -> Result<(), StoreError>;
+
+    /// Acks many tasks; each item succeeds or fails on its own.
+    async fn ack_many(
+        &self,
+        acks: Vec<(TaskId, LeaseToken)>,
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError>;
+
+    /// Records a failure: retried later, or dead.
+    async fn fail(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        req: FailRequest,
+    ) -> Result<Task, StoreError>;
+
+    /// Gives a task back unrun: ready, and the attempt is not counted.
+    async fn release(&self, id: TaskId, token: LeaseToken) -> Result<(), StoreError>;
+
+    /// Gives a task back to run at `run_at`, not counting the attempt.
+    async fn snooze(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        run_at: Timestamp,
+    ) -> Result<Task, StoreError>;
+
+    /// Heartbeat: the lease now expires `lease` from now.
+    async fn extend(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        lease: Duration,
+    ) -> Result<Task, StoreError>;
+
+    /// Changes payload, run_at or priority of a task that is not leased.
+    async fn update(&self, task: TaskRef, patch: TaskPatch) -> Result<Task, StoreError>;
+
+    /// Deletes a task in any state.
+    async fn cancel(&self, task: TaskRef) -> Result<(), StoreError>;
+
+    async fn get(&self, task: TaskRef) -> Result<Task, StoreError>;
+
+    /// A dead task becomes ready with `attempt = 0`.
+    async fn retry(&self, id: TaskId) -> Result<Task, StoreError>;
+
+    /// Every dead task of the queue becomes ready; returns how many.
+    async fn retry_dead(&self, queue: &QueueName) -> Result<u64, StoreError>;
+
+    async fn list(&self, req: ListRequest) -> Result<TaskPage, StoreError>;
+
+    /// Every queue, by name.
+    async fn stats(&self) -> Result<Vec<QueueStats>, StoreError>;
+
+    /// Creates the queue or replaces its settings.
+    async fn put_queue(
+        &self,
+        queue: &QueueName,
+        settings: QueueSettings,
+    ) -> Result<QueueSettings, StoreError>;
+
+    async fn get_queue(&self, queue: &QueueName) -> Result<QueueSettings, StoreError>;
+
+    async fn set_paused(&self, queue: &QueueName, paused: bool) -> Result<(), StoreError>;
+
+    /// The store's clock: the only clock tasks are judged by.
+    async fn now(&self) -> Result<Timestamp, StoreError>;
+
+    /// Creates or replaces a schedule. Replacing keeps its firing state.
+    async fn put_schedule(&self, spec: ScheduleSpec) -> Result<Schedule, StoreError> {
+        let _ = spec;
+        Err(schedules_unsupported())
+    }
+
+    /// Every schedule, by name.
+    async fn list_schedules(&self) -> Result<Vec<Schedule>, StoreError> {
+        Err(schedules_unsupported())
+    }
+
+    /// Deletes a schedule; its tasks already enqueued stay.
+    async fn delete_schedule(&self, name: &Kind) -> Result<(), StoreError> {
+        let _ = name;
+        Err(schedules_unsupported())
+    }
+
+    /// Fires `tick` of schedule `name` unless it (or a later tick) was
+    /// already fired: atomically records the tick and enqueues its task
+    /// (key `sched:<name>:<tick>`, `lease_ms` = the deadline). `None` when
+    /// another process fired it first. This is what makes a tick fire once
+    /// however many processes run the scheduler.
+    async fn fire_schedule(
+        &self,
+        name: &Kind,
+        tick: Timestamp,
+    ) -> Result<Option<EnqueueOutcome>, StoreError> {
+        let _ = (name, tick);
+        Err(schedules_unsupported())
+    }
+}
+
+/// What a store that keeps no schedules answers to schedule calls.
+fn schedules_unsupported() -> StoreError {
+    StoreError::Unavailable("this store does not keep schedules".into())
+}

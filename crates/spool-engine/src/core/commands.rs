@@ -1,0 +1,623 @@
+//! The Store operations as the core thread runs them.
+//!
+//! Each one validates against memory first and changes nothing on error;
+//! then it builds one absolute [`Op`], commits it (log + memory) and shapes
+//! the answer. Validation that needs no state lives in spool-core.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use spool_core::schedule::tick_key;
+use spool_core::task::RunAt;
+use spool_core::transition::{self, after_failure, after_lease_expiry, lease_for, LEASE_EXPIRED};
+use spool_core::{
+    backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
+    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, StoreError, Task, TaskId,
+    TaskKey, TaskPage, TaskPatch, TaskRef, TaskState, Timestamp,
+};
+
+use super::waiters::{ClaimReply, Waiter};
+use super::Core;
+use crate::ops::{Claimed, NewEntry, Next, Op, Settlement};
+
+fn next_of(n: transition::Next) -> Next {
+    match n {
+        transition::Next::RetryAt(at) => Next::Waiting(at),
+        transition::Next::Dead => Next::Dead,
+    }
+}
+
+impl Core {
+    pub(crate) fn enqueue(
+        &mut self,
+        queue: &QueueName,
+        tasks: Vec<NewTask>,
+    ) -> Result<Vec<EnqueueOutcome>, StoreError> {
+        self.refuse_if_poisoned()?;
+        if tasks.is_empty() {
+            return Err(StoreError::bad_request("a batch needs at least one task"));
+        }
+        if tasks.len() > spool_core::store::MAX_BATCH {
+            return Err(StoreError::bad_request(format!(
+                "a batch holds at most {} tasks",
+                spool_core::store::MAX_BATCH
+            )));
+        }
+        let now = self.now();
+        let q = self.state.queue_of(queue);
+        if q.is_none() && self.settings.strict_queues {
+            return Err(StoreError::QueueNotFound(queue.clone()));
+        }
+        let defaults = QueueSettings::default();
+        let settings = q.map_or(&defaults, |q| &self.state.queue(q).settings);
+        let mut next_id = self.state.next_id;
+        let mut outcomes = Vec::with_capacity(tasks.len());
+        let mut entries = Vec::with_capacity(tasks.len());
+        let mut batch_keys: HashMap<TaskKey, u64> = HashMap::new();
+        for t in tasks {
+            let size = t.payload.len() as u64;
+            if size > settings.max_payload {
+                return Err(StoreError::PayloadTooLarge {
+                    size,
+                    max: settings.max_payload,
+                });
+            }
+            if t.max_attempts == Some(0) {
+                return Err(StoreError::bad_request("max_attempts must be at least 1"));
+            }
+            if t.lease_ms == Some(0) {
+                return Err(StoreError::bad_request("lease_ms must be at least 1"));
+            }
+            if let Some(key) = &t.key {
+                let existing = batch_keys
+                    .get(key)
+                    .copied()
+                    .or_else(|| q.and_then(|q| self.state.queue(q).keys.dedup(key, now)));
+                if let Some(id) = existing {
+                    outcomes.push(EnqueueOutcome {
+                        id: TaskId(id),
+                        duplicate: true,
+                    });
+                    continue;
+                }
+                batch_keys.insert(key.clone(), next_id);
+            }
+            let run_at = match t.run_at {
+                RunAt::Now => now,
+                RunAt::At(at) => at,
+                RunAt::After(d) => now.plus(d),
+            };
+            outcomes.push(EnqueueOutcome {
+                id: TaskId(next_id),
+                duplicate: false,
+            });
+            entries.push(NewEntry {
+                id: next_id,
+                kind: t.kind.unwrap_or_else(|| Kind::from(queue)),
+                payload: t.payload,
+                priority: t.priority,
+                run_at,
+                key: t.key,
+                max_attempts: t.max_attempts.unwrap_or(settings.max_attempts),
+                lease_ms: t.lease_ms,
+            });
+            next_id += 1;
+        }
+        if !entries.is_empty() {
+            self.commit(Op::Enqueue {
+                now,
+                queue: queue.clone(),
+                tasks: entries,
+            });
+        }
+        Ok(outcomes)
+    }
+
+    /// Claims now, or parks the request as a long poll.
+    pub(crate) fn claim(&mut self, req: ClaimRequest, reply: ClaimReply) {
+        if let Err(e) = self.refuse_if_poisoned().and_then(|()| req.validate()) {
+            self.respond(Err(e), reply);
+            return;
+        }
+        let tasks = match self.state.queue_of(&req.queue) {
+            Some(q) => self.claim_now(q, &req.worker, req.max, req.lease),
+            None => Vec::new(),
+        };
+        if tasks.is_empty() && !req.wait.is_zero() {
+            let deadline = Instant::now() + req.wait;
+            let waiter = Waiter {
+                worker: req.worker,
+                max: req.max,
+                lease: req.lease,
+                reply,
+            };
+            self.waiters.park(req.queue, waiter, deadline);
+            return;
+        }
+        self.respond(Ok(tasks), reply);
+    }
+
+    /// Leases up to `max` tasks from the front of the queue's ready order.
+    fn claim_now(&mut self, q: u32, worker: &str, max: u32, lease: Option<Duration>) -> Vec<Task> {
+        let now = self.now();
+        let queue = self.state.queue(q);
+        if queue.settings.paused {
+            return Vec::new();
+        }
+        let default_lease = queue.settings.lease;
+        let mut rng = rand::thread_rng();
+        let claimed: Vec<Claimed> = queue
+            .ready
+            .iter()
+            .take(max as usize)
+            .filter_map(|&(_, _, id)| self.state.tasks.by_id(id))
+            .map(|e| Claimed {
+                id: e.id,
+                attempt: e.attempt.saturating_add(1),
+                token: rng.gen(),
+                expires_at: now.plus(lease_for(e.lease_ms, lease, default_lease)),
+            })
+            .collect();
+        if claimed.is_empty() {
+            return Vec::new();
+        }
+        let ids: Vec<u64> = claimed.iter().map(|c| c.id).collect();
+        self.commit(Op::Claim {
+            now,
+            owner: Arc::from(worker),
+            tasks: claimed,
+        });
+        ids.into_iter()
+            .filter_map(|id| self.state.view_id(id))
+            .collect()
+    }
+
+    /// The slot of a task whose lease under `token` is still valid now.
+    fn valid_lease(&mut self, id: TaskId, token: LeaseToken) -> Result<u32, StoreError> {
+        self.refuse_if_poisoned()?;
+        let now = self.now();
+        self.valid_lease_at(id, token, now)
+    }
+
+    fn valid_lease_at(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        now: Timestamp,
+    ) -> Result<u32, StoreError> {
+        let slot = self.state.leased(id.0, token)?;
+        match self.state.tasks.get(slot).and_then(|e| e.lease.as_ref()) {
+            Some(l) if l.expires_at > now => Ok(slot),
+            _ => Err(StoreError::LeaseLost),
+        }
+    }
+
+    fn settle_one(&mut self, s: Settlement) {
+        let now = self.now();
+        self.commit(Op::Settle {
+            now,
+            tasks: vec![s],
+        });
+    }
+
+    fn view_or_missing(&self, id: u64) -> Result<Task, StoreError> {
+        self.state
+            .view_id(id)
+            .ok_or_else(|| StoreError::Internal(format!("task {id} vanished during an update")))
+    }
+
+    pub(crate) fn ack(
+        &mut self,
+        id: TaskId,
+        token: LeaseToken,
+        reschedule_at: Option<Timestamp>,
+    ) -> Result<(), StoreError> {
+        self.valid_lease(id, token)?;
+        match reschedule_at {
+            Some(at) => self.settle_one(Settlement {
+                id: id.0,
+                attempt: 0,
+                next: Next::Waiting(at),
+                error: None,
+            }),
+            None => {
+                let now = self.now();
+                self.commit(Op::Delete {
+                    now,
+                    ids: vec![id.0],
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn ack_many(
+        &mut self,
+        acks: Vec<(TaskId, LeaseToken)>,
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        self.refuse_if_poisoned()?;
+        let now = self.now();
+        let mut ids = Vec::with_capacity(acks.len());
+        let results = acks
+            .into_iter()
+            .map(|(id, token)| {
+                let r = self.valid_lease_at(id, token, now).map(|_| ());
+                if r.is_ok() {
+                    ids.push(id.0);
+                }
+                r
+            })
+            .collect();
+        // The same ack twice in one call succeeds twice and deletes once.
+        ids.sort_unstable();
+        ids.dedup();
+        if !ids.is_empty() {
+            self.commit(Op::Delete { now, ids });
+        }
+        Ok(results)
+    }
+
+    pub(crate) fn fail(
+        &mut self,
+        id: TaskId,
+        token: LeaseToken,
+        req: FailRequest,
+    ) -> Result<Task, StoreError> {
+        let slot = self.valid_lease(id, token)?;
+        let now = self.now();
+        let (attempt, max_attempts, q) = match self.state.tasks.get(slot) {
+            Some(e) => (e.attempt, e.max_attempts, e.queue),
+            None => return Err(StoreError::NotFound),
+        };
+        let settings = &self.state.queue(q).settings;
+        let delay = backoff::delay(attempt, settings.backoff_base, settings.backoff_max);
+        let next = after_failure(attempt, max_attempts, req.discard, req.retry_at, now, delay);
+        let message = transition::truncate_message(&req.message).to_string();
+        self.settle_one(Settlement {
+            id: id.0,
+            attempt,
+            next: next_of(next),
+            error: Some((attempt, message)),
+        });
+        self.view_or_missing(id.0)
+    }
+
+    /// Gives the task back without counting the attempt, to run at `run_at`.
+    fn give_back(
+        &mut self,
+        id: TaskId,
+        token: LeaseToken,
+        run_at: Option<Timestamp>,
+    ) -> Result<(), StoreError> {
+        let slot = self.valid_lease(id, token)?;
+        let attempt = self
+            .state
+            .tasks
+            .get(slot)
+            .map_or(0, |e| e.attempt.saturating_sub(1));
+        let now = self.now();
+        self.settle_one(Settlement {
+            id: id.0,
+            attempt,
+            next: Next::Waiting(run_at.unwrap_or(now)),
+            error: None,
+        });
+        Ok(())
+    }
+
+    pub(crate) fn release(&mut self, id: TaskId, token: LeaseToken) -> Result<(), StoreError> {
+        self.give_back(id, token, None)
+    }
+
+    pub(crate) fn snooze(
+        &mut self,
+        id: TaskId,
+        token: LeaseToken,
+        run_at: Timestamp,
+    ) -> Result<Task, StoreError> {
+        self.give_back(id, token, Some(run_at))?;
+        self.view_or_missing(id.0)
+    }
+
+    pub(crate) fn extend(
+        &mut self,
+        id: TaskId,
+        token: LeaseToken,
+        lease: Duration,
+    ) -> Result<Task, StoreError> {
+        if lease.is_zero() {
+            return Err(StoreError::bad_request("lease_ms must be at least 1"));
+        }
+        self.valid_lease(id, token)?;
+        let now = self.now();
+        self.commit(Op::Extend {
+            now,
+            id: id.0,
+            expires_at: now.plus(lease),
+        });
+        self.view_or_missing(id.0)
+    }
+
+    pub(crate) fn update(&mut self, task: TaskRef, patch: TaskPatch) -> Result<Task, StoreError> {
+        self.refuse_if_poisoned()?;
+        let slot = self.state.find(&task)?;
+        let (id, state, q) = match self.state.tasks.get(slot) {
+            Some(e) => (e.id, e.state, e.queue),
+            None => return Err(StoreError::NotFound),
+        };
+        if state == TaskState::Leased {
+            return Err(StoreError::LeaseHeld);
+        }
+        if let Some(p) = &patch.payload {
+            let max = self.state.queue(q).settings.max_payload;
+            if p.len() as u64 > max {
+                return Err(StoreError::PayloadTooLarge {
+                    size: p.len() as u64,
+                    max,
+                });
+            }
+        }
+        let now = self.now();
+        self.commit(Op::Update { now, id, patch });
+        self.view_or_missing(id)
+    }
+
+    pub(crate) fn cancel(&mut self, task: TaskRef) -> Result<(), StoreError> {
+        self.refuse_if_poisoned()?;
+        let slot = self.state.find(&task)?;
+        let id = self
+            .state
+            .tasks
+            .get(slot)
+            .map(|e| e.id)
+            .ok_or(StoreError::NotFound)?;
+        let now = self.now();
+        self.commit(Op::Delete { now, ids: vec![id] });
+        Ok(())
+    }
+
+    pub(crate) fn get(&self, task: TaskRef) -> Result<Task, StoreError> {
+        self.refuse_if_poisoned()?;
+        let slot = self.state.find(&task)?;
+        self.state.view(slot).ok_or(StoreError::NotFound)
+    }
+
+    pub(crate) fn retry(&mut self, id: TaskId) -> Result<Task, StoreError> {
+        self.refuse_if_poisoned()?;
+        let slot = self.state.tasks.slot_of(id.0).ok_or(StoreError::NotFound)?;
+        if self.state.tasks.get(slot).map(|e| e.state) != Some(TaskState::Dead) {
+            return Err(StoreError::bad_request("only a dead task can be retried"));
+        }
+        let now = self.now();
+        self.settle_one(Settlement {
+            id: id.0,
+            attempt: 0,
+            next: Next::Waiting(now),
+            error: None,
+        });
+        self.view_or_missing(id.0)
+    }
+
+    pub(crate) fn retry_dead(&mut self, queue: &QueueName) -> Result<u64, StoreError> {
+        self.refuse_if_poisoned()?;
+        let q = self
+            .state
+            .queue_of(queue)
+            .ok_or_else(|| StoreError::QueueNotFound(queue.clone()))?;
+        let now = self.now();
+        let tasks: Vec<Settlement> = self.state.queue(q).members[TaskState::Dead.index()]
+            .iter()
+            .map(|&id| Settlement {
+                id,
+                attempt: 0,
+                next: Next::Waiting(now),
+                error: None,
+            })
+            .collect();
+        let n = tasks.len() as u64;
+        if n > 0 {
+            self.commit(Op::Settle { now, tasks });
+        }
+        Ok(n)
+    }
+
+    pub(crate) fn list(&self, req: ListRequest) -> Result<TaskPage, StoreError> {
+        self.refuse_if_poisoned()?;
+        self.state.list(&req)
+    }
+
+    pub(crate) fn stats(&mut self) -> Result<Vec<QueueStats>, StoreError> {
+        self.refuse_if_poisoned()?;
+        let now = self.now();
+        Ok(self.state.stats(now))
+    }
+
+    pub(crate) fn put_queue(
+        &mut self,
+        queue: &QueueName,
+        settings: QueueSettings,
+    ) -> Result<QueueSettings, StoreError> {
+        self.refuse_if_poisoned()?;
+        settings.validate()?;
+        self.commit(Op::PutQueue {
+            queue: queue.clone(),
+            settings: settings.clone(),
+        });
+        Ok(settings)
+    }
+
+    pub(crate) fn get_queue(&self, queue: &QueueName) -> Result<QueueSettings, StoreError> {
+        self.refuse_if_poisoned()?;
+        self.state
+            .queue_of(queue)
+            .map(|q| self.state.queue(q).settings.clone())
+            .ok_or_else(|| StoreError::QueueNotFound(queue.clone()))
+    }
+
+    pub(crate) fn set_paused(&mut self, queue: &QueueName, paused: bool) -> Result<(), StoreError> {
+        let mut settings = self.get_queue(queue)?;
+        if settings.paused != paused {
+            settings.paused = paused;
+            self.put_queue(queue, settings)?;
+        }
+        Ok(())
+    }
+
+    /// Expired leases: ready again (the attempt was counted at claim), or
+    /// dead on the last attempt, with "lease expired" recorded.
+    pub(super) fn expire_leases(&mut self, now: Timestamp) {
+        let ids = self.state.expired_leases(now, super::EXPIRY_SLICE);
+        if ids.is_empty() {
+            return;
+        }
+        let tasks = ids
+            .into_iter()
+            .filter_map(|id| self.state.tasks.by_id(id))
+            .map(|e| {
+                // Ready since the moment the lease ran out, however late the
+                // core noticed: claim order and queue age stay exact.
+                let expired_at = e.lease.as_ref().map_or(now, |l| l.expires_at);
+                Settlement {
+                    id: e.id,
+                    attempt: e.attempt,
+                    next: next_of(after_lease_expiry(e.attempt, e.max_attempts, expired_at)),
+                    error: Some((e.attempt, LEASE_EXPIRED.to_string())),
+                }
+            })
+            .collect();
+        self.commit(Op::Settle { now, tasks });
+    }
+
+    /// Hands newly ready tasks to parked long polls, oldest waiter first.
+    pub(super) fn serve_waiters(&mut self) {
+        for q in std::mem::take(&mut self.state.woken) {
+            self.state.queue_mut(q).woken = false;
+            let name = self.state.queue(q).name.clone();
+            while self.waiters.has_waiters(&name) {
+                let queue = self.state.queue(q);
+                if queue.settings.paused || queue.ready.is_empty() {
+                    break;
+                }
+                let Some(w) = self.waiters.pop(&name) else {
+                    break;
+                };
+                let tasks = self.claim_now(q, &w.worker, w.max, w.lease);
+                self.respond(Ok(tasks), w.reply);
+            }
+        }
+    }
+
+    pub(super) fn expire_waiters(&mut self) {
+        for w in self.waiters.take_expired(Instant::now()) {
+            self.respond(Ok(Vec::new()), w.reply);
+        }
+    }
+}
+
+impl Core {
+    pub(crate) fn put_schedule(&mut self, spec: ScheduleSpec) -> Result<Schedule, StoreError> {
+        self.refuse_if_poisoned()?;
+        spec.validate()?;
+        let q = self.state.queue_of(&spec.queue);
+        if q.is_none() && self.settings.strict_queues {
+            return Err(StoreError::QueueNotFound(spec.queue.clone()));
+        }
+        let max = q.map_or(QueueSettings::default().max_payload, |q| {
+            self.state.queue(q).settings.max_payload
+        });
+        if spec.payload.len() as u64 > max {
+            return Err(StoreError::PayloadTooLarge {
+                size: spec.payload.len() as u64,
+                max,
+            });
+        }
+        let now = self.now();
+        let name = spec.name.clone();
+        self.commit(Op::PutSchedule { now, spec });
+        self.state
+            .schedules
+            .get(&name)
+            .cloned()
+            .ok_or_else(|| StoreError::Internal("schedule vanished after put".into()))
+    }
+
+    pub(crate) fn list_schedules(&self) -> Result<Vec<Schedule>, StoreError> {
+        self.refuse_if_poisoned()?;
+        Ok(self.state.schedules.values().cloned().collect())
+    }
+
+    pub(crate) fn delete_schedule(&mut self, name: &Kind) -> Result<(), StoreError> {
+        self.refuse_if_poisoned()?;
+        if !self.state.schedules.contains_key(name) {
+            return Err(StoreError::NotFound);
+        }
+        self.commit(Op::DeleteSchedule { name: name.clone() });
+        Ok(())
+    }
+
+    /// Records `tick` and enqueues its task, unless it or a later tick was
+    /// already fired (by any scheduler: they all come through here).
+    pub(crate) fn fire_schedule(
+        &mut self,
+        name: &Kind,
+        tick: Timestamp,
+    ) -> Result<Option<EnqueueOutcome>, StoreError> {
+        self.refuse_if_poisoned()?;
+        let now = self.now();
+        let schedule = self.state.schedules.get(name).ok_or(StoreError::NotFound)?;
+        if schedule.last_fire_at.is_some_and(|last| last >= tick) {
+            return Ok(None);
+        }
+        let spec = &schedule.spec;
+        if tick > now.plus(MAX_EARLY_FIRE) {
+            return Err(StoreError::bad_request("the tick is in the future"));
+        }
+        if tick <= schedule.created_at
+            || spec
+                .cadence
+                .next_after(tick.minus(Duration::from_millis(1)))
+                != Some(tick)
+        {
+            return Err(StoreError::bad_request("not a tick of this schedule"));
+        }
+        let q = self.state.queue_of(&spec.queue);
+        if q.is_none() && self.settings.strict_queues {
+            return Err(StoreError::QueueNotFound(spec.queue.clone()));
+        }
+        let max_attempts = q.map_or(QueueSettings::default().max_attempts, |q| {
+            self.state.queue(q).settings.max_attempts
+        });
+        let key = tick_key(name, tick);
+        let duplicate = q.and_then(|q| self.state.queue(q).keys.dedup(&key, now));
+        let id = duplicate.unwrap_or(self.state.next_id);
+        let task = duplicate.is_none().then(|| NewEntry {
+            id,
+            kind: spec.kind.clone().unwrap_or_else(|| Kind::from(&spec.queue)),
+            payload: spec.payload.clone(),
+            priority: 0,
+            run_at: tick,
+            key: Some(key),
+            max_attempts,
+            lease_ms: Some(u64::try_from(spec.deadline_at(tick).as_millis()).unwrap_or(u64::MAX)),
+        });
+        let queue = spec.queue.clone();
+        self.commit(Op::Fire {
+            now,
+            name: name.clone(),
+            tick,
+            queue,
+            task,
+        });
+        Ok(Some(EnqueueOutcome {
+            id: TaskId(id),
+            duplicate: duplicate.is_some(),
+        }))
+    }
+}
+
+/// How far ahead of the store's clock a tick may be fired: schedulers in
+/// other processes estimate the store clock, and a little early is harmless
+/// because the task's run_at is the tick itself.
+const MAX_EARLY_FIRE: Duration = Duration::from_secs(1);

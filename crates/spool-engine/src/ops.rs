@@ -1,0 +1,603 @@
+//! The engine's log records: every change to state is one [`Op`].
+//!
+//! Ops state absolute values (the new attempt, the new run_at, the lease's
+//! expiry), never deltas, so applying one twice leaves the same state. That
+//! is what lets a checkpoint be copied while writes continue: replaying the
+//! log from where the copy began re-applies ops the copy may already hold.
+//!
+//! The live path builds an `Op`, encodes it into the open group-commit batch
+//! and applies it; recovery decodes and applies the same `Op`. One apply
+//! function for both is what keeps memory and disk in agreement.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use spool_core::{
+    Cadence, Kind, Payload, PayloadFormat, QueueName, QueueSettings, ScheduleSpec, TaskKey,
+    TaskPatch, Timestamp,
+};
+
+use crate::codec::{self, DecodeError, Reader};
+
+/// Record kinds in the log (0 is the log's own batch marker).
+pub(crate) mod kind {
+    pub const ENQUEUE: u8 = 1;
+    pub const CLAIM: u8 = 2;
+    pub const SETTLE: u8 = 3;
+    pub const EXTEND: u8 = 4;
+    pub const UPDATE: u8 = 5;
+    pub const DELETE: u8 = 6;
+    pub const PUT_QUEUE: u8 = 7;
+    pub const PUT_SCHEDULE: u8 = 8;
+    pub const DELETE_SCHEDULE: u8 = 9;
+    pub const FIRE: u8 = 10;
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct NewEntry {
+    pub id: u64,
+    pub kind: Kind,
+    pub payload: Payload,
+    pub priority: i16,
+    pub run_at: Timestamp,
+    pub key: Option<TaskKey>,
+    pub max_attempts: u32,
+    pub lease_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Claimed {
+    pub id: u64,
+    pub attempt: u32,
+    pub token: u64,
+    pub expires_at: Timestamp,
+}
+
+/// Where a settled task goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Scheduled at this time, or ready if it has passed.
+    Waiting(Timestamp),
+    Dead,
+}
+
+/// A leased or dead task leaves its lease: failed, expired, released,
+/// snoozed, rescheduled or retried.
+#[derive(Debug, Clone)]
+pub(crate) struct Settlement {
+    pub id: u64,
+    /// The task's attempt count afterwards.
+    pub attempt: u32,
+    pub next: Next,
+    /// A failure to record: the attempt that failed and its message.
+    pub error: Option<(u32, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    Enqueue {
+        now: Timestamp,
+        queue: QueueName,
+        tasks: Vec<NewEntry>,
+    },
+    Claim {
+        now: Timestamp,
+        owner: Arc<str>,
+        tasks: Vec<Claimed>,
+    },
+    Settle {
+        now: Timestamp,
+        tasks: Vec<Settlement>,
+    },
+    Extend {
+        now: Timestamp,
+        id: u64,
+        expires_at: Timestamp,
+    },
+    Update {
+        now: Timestamp,
+        id: u64,
+        patch: TaskPatch,
+    },
+    Delete {
+        now: Timestamp,
+        ids: Vec<u64>,
+    },
+    PutQueue {
+        queue: QueueName,
+        settings: QueueSettings,
+    },
+    PutSchedule {
+        now: Timestamp,
+        spec: ScheduleSpec,
+    },
+    DeleteSchedule {
+        name: Kind,
+    },
+    /// A schedule's tick fired: the tick is recorded and, unless its key
+    /// was still deduplicating, its task enqueued — in one record, so a
+    /// torn tail never keeps one without the other.
+    Fire {
+        now: Timestamp,
+        name: Kind,
+        tick: Timestamp,
+        queue: QueueName,
+        task: Option<NewEntry>,
+    },
+}
+
+pub(crate) fn put_ts(buf: &mut Vec<u8>, t: Timestamp) {
+    codec::put_i64(buf, t.as_millis());
+}
+
+pub(crate) fn put_payload(buf: &mut Vec<u8>, p: &Payload) {
+    codec::put_u8(
+        buf,
+        match p.format {
+            PayloadFormat::Binary => 0,
+            PayloadFormat::Json => 1,
+        },
+    );
+    codec::put_bytes(buf, &p.bytes);
+}
+
+pub(crate) fn put_opt_u64(buf: &mut Vec<u8>, v: Option<u64>) {
+    match v {
+        Some(v) => {
+            codec::put_u8(buf, 1);
+            codec::put_u64(buf, v);
+        }
+        None => codec::put_u8(buf, 0),
+    }
+}
+
+/// The fewest bytes an encoded [`NewEntry`] takes.
+const NEW_ENTRY_MIN_LEN: usize = 8 + 4 + 5 + 2 + 8 + 4 + 4 + 1;
+
+fn put_new_entry(buf: &mut Vec<u8>, t: &NewEntry) {
+    codec::put_u64(buf, t.id);
+    codec::put_str(buf, t.kind.as_str());
+    put_payload(buf, &t.payload);
+    codec::put_u16(buf, t.priority as u16);
+    put_ts(buf, t.run_at);
+    codec::put_str(buf, t.key.as_ref().map_or("", |k| k.as_str()));
+    codec::put_u32(buf, t.max_attempts);
+    put_opt_u64(buf, t.lease_ms);
+}
+
+fn read_new_entry(r: &mut Reader<'_>) -> Result<NewEntry, DecodeError> {
+    let id = r.u64("id")?;
+    let kind = read_name(r, "kind", Kind::new)?;
+    let payload = read_payload(r)?;
+    let priority = r.u16("priority")? as i16;
+    let run_at = ts(r, "run_at")?;
+    let key = read_opt_name(r, "key", TaskKey::new)?;
+    let max_attempts = r.u32("max_attempts")?;
+    let lease_ms = read_opt_u64(r, "lease_ms")?;
+    Ok(NewEntry {
+        id,
+        kind,
+        payload,
+        priority,
+        run_at,
+        key,
+        max_attempts,
+        lease_ms,
+    })
+}
+
+/// A name that may be absent, encoded as the empty string.
+pub(crate) fn read_opt_name<T>(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    make: impl FnOnce(String) -> Result<T, spool_core::NameError>,
+) -> Result<Option<T>, DecodeError> {
+    let at = r.position();
+    let s = r.str(what)?;
+    if s.is_empty() {
+        return Ok(None);
+    }
+    make(s.to_string())
+        .map(Some)
+        .map_err(|_| DecodeError { what, at })
+}
+
+pub(crate) fn put_schedule_spec(buf: &mut Vec<u8>, spec: &ScheduleSpec) {
+    codec::put_str(buf, spec.name.as_str());
+    codec::put_str(buf, spec.queue.as_str());
+    codec::put_str(buf, spec.kind.as_ref().map_or("", |k| k.as_str()));
+    put_payload(buf, &spec.payload);
+    match &spec.cadence {
+        Cadence::Every(d) => {
+            codec::put_u8(buf, 0);
+            codec::put_u64(buf, u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        }
+        Cadence::Cron { expr, tz } => {
+            codec::put_u8(buf, 1);
+            codec::put_str(buf, expr);
+            codec::put_str(buf, tz.as_deref().unwrap_or(""));
+        }
+    }
+    put_opt_u64(
+        buf,
+        spec.deadline
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+    );
+}
+
+pub(crate) fn read_schedule_spec(r: &mut Reader<'_>) -> Result<ScheduleSpec, DecodeError> {
+    let name = read_name(r, "schedule", Kind::new)?;
+    let queue = read_name(r, "queue", QueueName::new)?;
+    let kind = read_opt_name(r, "kind", Kind::new)?;
+    let payload = read_payload(r)?;
+    let at = r.position();
+    let cadence = match r.u8("cadence")? {
+        0 => Cadence::Every(Duration::from_millis(r.u64("every")?)),
+        1 => {
+            let expr = r.str("cron")?.to_string();
+            let tz = r.str("tz")?;
+            Cadence::Cron {
+                expr,
+                tz: (!tz.is_empty()).then(|| tz.to_string()),
+            }
+        }
+        _ => {
+            return Err(DecodeError {
+                what: "cadence",
+                at,
+            })
+        }
+    };
+    let deadline = read_opt_u64(r, "deadline")?.map(Duration::from_millis);
+    Ok(ScheduleSpec {
+        name,
+        queue,
+        kind,
+        payload,
+        cadence,
+        deadline,
+    })
+}
+
+pub(crate) fn put_settings(buf: &mut Vec<u8>, s: &QueueSettings) {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    codec::put_u64(buf, ms(s.lease));
+    codec::put_u32(buf, s.max_attempts);
+    codec::put_u64(buf, ms(s.backoff_base));
+    codec::put_u64(buf, ms(s.backoff_max));
+    codec::put_u64(buf, ms(s.dedup_window));
+    codec::put_u64(buf, s.max_payload);
+    codec::put_u8(buf, u8::from(s.paused));
+}
+
+pub(crate) fn ts(r: &mut Reader<'_>, what: &'static str) -> Result<Timestamp, DecodeError> {
+    Ok(Timestamp(r.i64(what)?))
+}
+
+pub(crate) fn read_payload(r: &mut Reader<'_>) -> Result<Payload, DecodeError> {
+    let at = r.position();
+    let format = match r.u8("payload format")? {
+        0 => PayloadFormat::Binary,
+        1 => PayloadFormat::Json,
+        _ => {
+            return Err(DecodeError {
+                what: "payload format",
+                at,
+            })
+        }
+    };
+    Ok(Payload {
+        format,
+        bytes: r.owned_bytes("payload")?,
+    })
+}
+
+pub(crate) fn read_opt_u64(
+    r: &mut Reader<'_>,
+    what: &'static str,
+) -> Result<Option<u64>, DecodeError> {
+    let at = r.position();
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => Ok(Some(r.u64(what)?)),
+        _ => Err(DecodeError { what, at }),
+    }
+}
+
+pub(crate) fn read_name<T>(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    make: impl FnOnce(String) -> Result<T, spool_core::NameError>,
+) -> Result<T, DecodeError> {
+    let at = r.position();
+    make(r.str(what)?.to_string()).map_err(|_| DecodeError { what, at })
+}
+
+pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeError> {
+    let ms = Duration::from_millis;
+    let lease = ms(r.u64("lease")?);
+    let max_attempts = r.u32("max_attempts")?;
+    let backoff_base = ms(r.u64("backoff_base")?);
+    let backoff_max = ms(r.u64("backoff_max")?);
+    let dedup_window = ms(r.u64("dedup_window")?);
+    let max_payload = r.u64("max_payload")?;
+    let paused = r.u8("paused")? != 0;
+    Ok(QueueSettings {
+        lease,
+        max_attempts,
+        backoff_base,
+        backoff_max,
+        dedup_window,
+        max_payload,
+        paused,
+    })
+}
+
+impl Op {
+    pub(crate) fn kind(&self) -> u8 {
+        match self {
+            Op::Enqueue { .. } => kind::ENQUEUE,
+            Op::Claim { .. } => kind::CLAIM,
+            Op::Settle { .. } => kind::SETTLE,
+            Op::Extend { .. } => kind::EXTEND,
+            Op::Update { .. } => kind::UPDATE,
+            Op::Delete { .. } => kind::DELETE,
+            Op::PutQueue { .. } => kind::PUT_QUEUE,
+            Op::PutSchedule { .. } => kind::PUT_SCHEDULE,
+            Op::DeleteSchedule { .. } => kind::DELETE_SCHEDULE,
+            Op::Fire { .. } => kind::FIRE,
+        }
+    }
+
+    pub(crate) fn encode(&self, buf: &mut Vec<u8>) {
+        match self {
+            Op::Enqueue { now, queue, tasks } => {
+                put_ts(buf, *now);
+                codec::put_str(buf, queue.as_str());
+                codec::put_u32(buf, tasks.len() as u32);
+                for t in tasks {
+                    put_new_entry(buf, t);
+                }
+            }
+            Op::Claim { now, owner, tasks } => {
+                put_ts(buf, *now);
+                codec::put_str(buf, owner);
+                codec::put_u32(buf, tasks.len() as u32);
+                for t in tasks {
+                    codec::put_u64(buf, t.id);
+                    codec::put_u32(buf, t.attempt);
+                    codec::put_u64(buf, t.token);
+                    put_ts(buf, t.expires_at);
+                }
+            }
+            Op::Settle { now, tasks } => {
+                put_ts(buf, *now);
+                codec::put_u32(buf, tasks.len() as u32);
+                for t in tasks {
+                    codec::put_u64(buf, t.id);
+                    codec::put_u32(buf, t.attempt);
+                    match t.next {
+                        Next::Waiting(at) => {
+                            codec::put_u8(buf, 0);
+                            put_ts(buf, at);
+                        }
+                        Next::Dead => codec::put_u8(buf, 1),
+                    }
+                    match &t.error {
+                        Some((attempt, message)) => {
+                            codec::put_u8(buf, 1);
+                            codec::put_u32(buf, *attempt);
+                            codec::put_str(buf, message);
+                        }
+                        None => codec::put_u8(buf, 0),
+                    }
+                }
+            }
+            Op::Extend {
+                now,
+                id,
+                expires_at,
+            } => {
+                put_ts(buf, *now);
+                codec::put_u64(buf, *id);
+                put_ts(buf, *expires_at);
+            }
+            Op::Update { now, id, patch } => {
+                put_ts(buf, *now);
+                codec::put_u64(buf, *id);
+                match &patch.payload {
+                    Some(p) => {
+                        codec::put_u8(buf, 1);
+                        put_payload(buf, p);
+                    }
+                    None => codec::put_u8(buf, 0),
+                }
+                put_opt_u64(buf, patch.run_at.map(|t| t.as_millis() as u64));
+                put_opt_u64(buf, patch.priority.map(|p| p as u16 as u64));
+            }
+            Op::Delete { now, ids } => {
+                put_ts(buf, *now);
+                codec::put_u32(buf, ids.len() as u32);
+                for id in ids {
+                    codec::put_u64(buf, *id);
+                }
+            }
+            Op::PutQueue { queue, settings } => {
+                codec::put_str(buf, queue.as_str());
+                put_settings(buf, settings);
+            }
+            Op::PutSchedule { now, spec } => {
+                put_ts(buf, *now);
+                put_schedule_spec(buf, spec);
+            }
+            Op::DeleteSchedule { name } => codec::put_str(buf, name.as_str()),
+            Op::Fire {
+                now,
+                name,
+                tick,
+                queue,
+                task,
+            } => {
+                put_ts(buf, *now);
+                codec::put_str(buf, name.as_str());
+                put_ts(buf, *tick);
+                codec::put_str(buf, queue.as_str());
+                match task {
+                    Some(t) => {
+                        codec::put_u8(buf, 1);
+                        put_new_entry(buf, t);
+                    }
+                    None => codec::put_u8(buf, 0),
+                }
+            }
+        }
+    }
+
+    /// Decodes a record body; the whole body must be consumed.
+    pub(crate) fn decode(kind: u8, body: &[u8]) -> Result<Op, DecodeError> {
+        let mut r = Reader::new(body);
+        let op = match kind {
+            kind::ENQUEUE => {
+                let now = ts(&mut r, "now")?;
+                let queue = read_name(&mut r, "queue", QueueName::new)?;
+                let n = r.count("tasks", NEW_ENTRY_MIN_LEN)?;
+                let mut tasks = Vec::with_capacity(n);
+                for _ in 0..n {
+                    tasks.push(read_new_entry(&mut r)?);
+                }
+                Op::Enqueue { now, queue, tasks }
+            }
+            kind::CLAIM => {
+                let now = ts(&mut r, "now")?;
+                let owner: Arc<str> = Arc::from(r.str("owner")?);
+                let n = r.count("claimed", 28)?;
+                let mut tasks = Vec::with_capacity(n);
+                for _ in 0..n {
+                    tasks.push(Claimed {
+                        id: r.u64("id")?,
+                        attempt: r.u32("attempt")?,
+                        token: r.u64("token")?,
+                        expires_at: ts(&mut r, "expires_at")?,
+                    });
+                }
+                Op::Claim { now, owner, tasks }
+            }
+            kind::SETTLE => {
+                let now = ts(&mut r, "now")?;
+                let n = r.count("settled", 14)?;
+                let mut tasks = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let id = r.u64("id")?;
+                    let attempt = r.u32("attempt")?;
+                    let at = r.position();
+                    let next = match r.u8("next")? {
+                        0 => Next::Waiting(ts(&mut r, "run_at")?),
+                        1 => Next::Dead,
+                        _ => return Err(DecodeError { what: "next", at }),
+                    };
+                    let at = r.position();
+                    let error = match r.u8("error")? {
+                        0 => None,
+                        1 => Some((r.u32("error attempt")?, r.str("message")?.to_string())),
+                        _ => return Err(DecodeError { what: "error", at }),
+                    };
+                    tasks.push(Settlement {
+                        id,
+                        attempt,
+                        next,
+                        error,
+                    });
+                }
+                Op::Settle { now, tasks }
+            }
+            kind::EXTEND => Op::Extend {
+                now: ts(&mut r, "now")?,
+                id: r.u64("id")?,
+                expires_at: ts(&mut r, "expires_at")?,
+            },
+            kind::UPDATE => {
+                let now = ts(&mut r, "now")?;
+                let id = r.u64("id")?;
+                let at = r.position();
+                let payload = match r.u8("has payload")? {
+                    0 => None,
+                    1 => Some(read_payload(&mut r)?),
+                    _ => {
+                        return Err(DecodeError {
+                            what: "has payload",
+                            at,
+                        })
+                    }
+                };
+                let run_at = read_opt_u64(&mut r, "run_at")?.map(|v| Timestamp(v as i64));
+                let priority = read_opt_u64(&mut r, "priority")?.map(|v| v as u16 as i16);
+                Op::Update {
+                    now,
+                    id,
+                    patch: TaskPatch {
+                        payload,
+                        run_at,
+                        priority,
+                    },
+                }
+            }
+            kind::DELETE => {
+                let now = ts(&mut r, "now")?;
+                let n = r.count("ids", 8)?;
+                let mut ids = Vec::with_capacity(n);
+                for _ in 0..n {
+                    ids.push(r.u64("id")?);
+                }
+                Op::Delete { now, ids }
+            }
+            kind::PUT_QUEUE => Op::PutQueue {
+                queue: read_name(&mut r, "queue", QueueName::new)?,
+                settings: read_settings(&mut r)?,
+            },
+            kind::PUT_SCHEDULE => Op::PutSchedule {
+                now: ts(&mut r, "now")?,
+                spec: read_schedule_spec(&mut r)?,
+            },
+            kind::DELETE_SCHEDULE => Op::DeleteSchedule {
+                name: read_name(&mut r, "schedule", Kind::new)?,
+            },
+            kind::FIRE => {
+                let now = ts(&mut r, "now")?;
+                let name = read_name(&mut r, "schedule", Kind::new)?;
+                let tick = ts(&mut r, "tick")?;
+                let queue = read_name(&mut r, "queue", QueueName::new)?;
+                let at = r.position();
+                let task = match r.u8("has task")? {
+                    0 => None,
+                    1 => Some(read_new_entry(&mut r)?),
+                    _ => {
+                        return Err(DecodeError {
+                            what: "has task",
+                            at,
+                        })
+                    }
+                };
+                Op::Fire {
+                    now,
+                    name,
+                    tick,
+                    queue,
+                    task,
+                }
+            }
+            _ => {
+                return Err(DecodeError {
+                    what: "record kind",
+                    at: 0,
+                })
+            }
+        };
+        if !r.is_empty() {
+            return Err(DecodeError {
+                what: "trailing bytes",
+                at: r.position(),
+            });
+        }
+        Ok(op)
+    }
+}

@@ -1,0 +1,110 @@
+//! The baseline: a hand-written SKIP LOCKED queue, two transactions per
+//! batch (lease the batch; delete it when done), as SPEC §11's
+//! "PostgreSQL 15, hand-written SQL" row. Same payloads, same batches,
+//! same durability (`synchronous_commit = on`), prepared statements.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::Drained;
+
+const SCHEMA: &str = "
+CREATE TABLE {s}.jobs (
+    id           bigserial   PRIMARY KEY,
+    queue        text        NOT NULL,
+    payload      bytea       NOT NULL,
+    run_at       timestamptz NOT NULL DEFAULT now(),
+    attempts     integer     NOT NULL DEFAULT 0,
+    locked_by    text,
+    locked_until timestamptz
+);
+CREATE INDEX jobs_claim ON {s}.jobs (queue, run_at, id);
+";
+
+/// Lease: the oldest due, unleased (or expired) jobs of the queue.
+const CLAIM: &str = "
+UPDATE {s}.jobs j SET locked_by = $2, locked_until = now() + interval '10 minutes',
+    attempts = j.attempts + 1
+WHERE j.id IN (
+    SELECT id FROM {s}.jobs
+    WHERE queue = $1 AND run_at <= now() AND (locked_until IS NULL OR locked_until < now())
+    ORDER BY run_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED)
+RETURNING j.id, j.payload";
+
+/// Ack: delete the batch if this worker still holds it.
+const ACK: &str = "DELETE FROM {s}.jobs WHERE id = ANY($1) AND locked_by = $2";
+
+const FILL: &str = "INSERT INTO {s}.jobs (queue, payload) \
+    SELECT 'drain', $1::bytea FROM generate_series(1, $2::int)";
+
+/// A connection of its own per producer or worker, durable like Spool's.
+async fn session() -> tokio_postgres::Client {
+    let client = crate::connect().await;
+    client
+        .batch_execute("SET synchronous_commit = on")
+        .await
+        .unwrap();
+    client
+}
+
+pub async fn drain(tasks: usize, consumers: usize, batch: usize) -> Drained {
+    let schema = crate::fresh_schema("baseline");
+    let s = format!("\"{schema}\"");
+    let setup = crate::connect().await;
+    setup
+        .batch_execute(&format!("CREATE SCHEMA {s};{}", SCHEMA.replace("{s}", &s)))
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let mut producers = tokio::task::JoinSet::new();
+    for p in 0..4 {
+        let fill = FILL.replace("{s}", &s);
+        let client = session().await;
+        producers.spawn(async move {
+            for start in (p * 1000..tasks).step_by(4000) {
+                let n = 1000.min(tasks - start) as i32;
+                client.execute(&fill, &[&vec![7u8; 100], &n]).await.unwrap();
+            }
+        });
+    }
+    producers.join_all().await;
+    let fill = started.elapsed();
+
+    let started = Instant::now();
+    let claim = Arc::new(CLAIM.replace("{s}", &s));
+    let ack = Arc::new(ACK.replace("{s}", &s));
+    let mut workers = tokio::task::JoinSet::new();
+    for c in 0..consumers {
+        let client = session().await;
+        let (claim, ack) = (claim.clone(), ack.clone());
+        workers.spawn(async move {
+            let claim = client.prepare(&claim).await.unwrap();
+            let ack = client.prepare(&ack).await.unwrap();
+            let worker = format!("consumer-{c}");
+            let limit = batch as i64;
+            let mut done = 0usize;
+            loop {
+                let rows = client
+                    .query(&claim, &[&"drain", &worker, &limit])
+                    .await
+                    .unwrap();
+                if rows.is_empty() {
+                    return done;
+                }
+                let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                let gone = client.execute(&ack, &[&ids, &worker]).await.unwrap();
+                assert_eq!(gone as usize, ids.len());
+                done += ids.len();
+            }
+        });
+    }
+    let drained: usize = workers.join_all().await.into_iter().sum();
+    let drain = started.elapsed();
+    assert_eq!(drained, tasks);
+    drop(setup);
+    crate::drop_schema(&schema).await;
+    Drained { fill, drain }
+}

@@ -1,0 +1,82 @@
+//! Measures drains, side by side in one run: Spool with each claim
+//! strategy, and a hand-written two-transaction SKIP LOCKED queue (SPEC
+//! §11's baseline), at each number of consumers.
+//!
+//! ```text
+//! cargo run --release -p spool-postgres --example drain -- [TASKS] [CONSUMERS,..] [BATCH]
+//! ```
+//! Defaults: 200,000 tasks, consumers 1,4,16, batches of 1,000; 100-byte
+//! payloads. Each row fills the queue (4 producers, batches of 1,000), then
+//! the consumers loop claim BATCH + ack the batch until it is empty. Uses
+//! `DATABASE_URL` (default: the local development server) and schemas of
+//! its own, dropped at the end.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod baseline;
+mod spool;
+
+use std::time::Duration;
+
+/// What one drain measured.
+#[derive(Debug)]
+pub struct Drained {
+    pub fill: Duration,
+    pub drain: Duration,
+}
+
+pub fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+pub fn fresh_schema(what: &str) -> String {
+    format!("spool_{what}_{:08x}", rand::random::<u32>())
+}
+
+/// A plain connection for setup and cleanup.
+pub async fn connect() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&database_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+pub async fn drop_schema(schema: &str) {
+    connect()
+        .await
+        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let tasks: usize = args.next().map_or(200_000, |a| a.parse().expect("TASKS"));
+    let consumers: Vec<usize> = args.next().map_or(vec![1, 4, 16], |a| {
+        a.split(',')
+            .map(|c| c.parse().expect("CONSUMERS"))
+            .collect()
+    });
+    let batch: usize = args.next().map_or(1000, |a| a.parse().expect("BATCH"));
+    println!("{tasks} tasks, batches of {batch}; tasks/s");
+    println!("| consumers | Spool, SkipLocked | Spool, GlobalLock | hand-written SQL |");
+    println!("| ---: | ---: | ---: | ---: |");
+    for &n in &consumers {
+        let rate = |d: Drained| format!("{:.0}", tasks as f64 / d.drain.as_secs_f64());
+        let skip = spool::drain(tasks, n, batch, spool_postgres::ClaimStrategy::SkipLocked).await;
+        let global = spool::drain(tasks, n, batch, spool_postgres::ClaimStrategy::GlobalLock).await;
+        let raw = baseline::drain(tasks, n, batch).await;
+        eprintln!(
+            "fills: {:.2?} {:.2?} {:.2?}",
+            skip.fill, global.fill, raw.fill
+        );
+        println!(
+            "| {n} | {} | {} | {} |",
+            rate(skip),
+            rate(global),
+            rate(raw)
+        );
+    }
+}

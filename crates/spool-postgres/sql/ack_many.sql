@@ -1,0 +1,31 @@
+-- Acks (deletes) every task of $1 whose current, unexpired lease token is
+-- the matching element of $2, retires their idempotency keys for the
+-- queue's dedup window, and tells what became of each item, in input order:
+-- 'done', 'lease_lost' (the task lives under another or no lease) or
+-- 'not_found'. An id given twice succeeds for each copy with the right
+-- token.
+WITH input AS (
+    SELECT * FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS a(id, token, ord)
+), gone AS (
+    DELETE FROM {schema}.tasks t
+    USING input a
+    WHERE t.id = a.id AND t.lease_token = a.token
+      AND t.state = 'leased' AND t.lease_expires_at > now()
+    RETURNING t.id, t.lease_token, t.queue_id, t.key
+), retired AS (
+    UPDATE {schema}.keys k
+    SET expires_at = {schema}.now_ms() + q.dedup_window_ms * interval '1 millisecond'
+    FROM gone g
+    JOIN {schema}.queues q ON q.id = g.queue_id
+    WHERE g.key IS NOT NULL
+      AND k.queue_id = g.queue_id AND k.key = g.key AND k.task_id = g.id
+)
+SELECT CASE
+           WHEN g.id IS NOT NULL THEN 'done'
+           WHEN EXISTS (SELECT 1 FROM {schema}.tasks t WHERE t.id = a.id) THEN 'lease_lost'
+           ELSE 'not_found'
+       END AS outcome
+FROM input a
+LEFT JOIN (SELECT DISTINCT id, lease_token FROM gone) g
+    ON g.id = a.id AND g.lease_token = a.token
+ORDER BY a.ord

@@ -1,0 +1,14 @@
+-- Deletes task $1 in any state and retires its idempotency key for the
+-- queue's dedup window. Answers how many tasks were deleted (0 or 1).
+WITH gone AS (
+    DELETE FROM {schema}.tasks t WHERE t.id = $1
+    RETURNING t.id, t.queue_id, t.key
+), retired AS (
+    UPDATE {schema}.keys k
+    SET expires_at = {schema}.now_ms() + q.dedup_window_ms * interval '1 millisecond'
+    FROM gone g
+    JOIN {schema}.queues q ON q.id = g.queue_id
+    WHERE g.key IS NOT NULL
+      AND k.queue_id = g.queue_id AND k.key = g.key AND k.task_id = g.id
+)
+SELECT count(*) FROM gone

@@ -1,0 +1,2 @@
+-- Every schedule, by name.
+SELECT * FROM {schema}.schedules ORDER BY name

@@ -1,0 +1,22 @@
+-- Scheduled tasks whose run_at has passed become ready (up to $1 per
+-- queue), and claimers waiting on their queues are woken. Answers one row
+-- per woken queue.
+WITH due AS (
+    SELECT d.id
+    FROM {schema}.queues q
+    CROSS JOIN LATERAL (
+        SELECT t.id FROM {schema}.tasks t
+        WHERE t.queue_id = q.id AND t.state = 'scheduled' AND t.run_at <= now()
+        ORDER BY t.run_at
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+    ) d
+), promoted AS (
+    UPDATE {schema}.tasks t SET state = 'ready'
+    FROM due
+    WHERE t.id = due.id
+    RETURNING t.queue_id
+)
+SELECT pg_notify({channel}, q.name)
+FROM {schema}.queues q
+WHERE q.id IN (SELECT queue_id FROM promoted)

@@ -1,0 +1,41 @@
+//! Spool's PostgreSQL store: many processes on many machines share one
+//! database; enqueue can join the caller's own transaction.
+//!
+//! [`PgStore::connect`] opens a pool, creates or migrates the schema
+//! ([`PgConfig::schema`], `spool` by default) and starts two background
+//! tasks: a LISTEN connection that wakes waiting claimers, and a sweeper
+//! that writes expired leases down and promotes due tasks. [`PgStore`]
+//! implements [`spool_core::Store`] with the semantics of SPEC §3 and passes
+//! the conformance suite, schedules (SPEC §5) included; [`PgStore::enqueue_in`]
+//! enqueues inside a transaction of the caller's.
+//!
+//! The database clock is the only clock: every time is `now()` of the
+//! statement that writes it, truncated to the millisecond, and
+//! `Store::now` asks the database.
+//!
+//! Map, following the data path: `config` → `store` (the handle, connect,
+//! background tasks) → `ops` (the operations, one file per group;
+//! `ops::claim_lock` is the global-lock claim strategy) → `db` (running a
+//! statement) with the SQL in `sql/*.sql` rendered by `sql`;
+//! `row` reads task rows and derives what they show; `values` converts
+//! column values; `wake` is LISTEN/NOTIFY; `sweep` the upkeep; `migrate`
+//! the versioned schema in `migrations/`. README.md explains the schema and
+//! the claim statement.
+//!
+//! What it is not: a cache, or a queue that trusts the client's clock.
+
+mod config;
+mod db;
+mod error;
+mod migrate;
+mod ops;
+mod row;
+mod sql;
+mod store;
+mod sweep;
+mod values;
+mod wake;
+
+pub use config::{ClaimStrategy, PgConfig};
+pub use error::PgError;
+pub use store::PgStore;

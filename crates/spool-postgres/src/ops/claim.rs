@@ -1,0 +1,100 @@
+//! Claim (SPEC §3): one statement per batch, and the long poll around it.
+//!
+//! A waiting claim holds no connection while it sleeps. It subscribes to
+//! its queue's wake-ups before each look (so a wake-up during the look is
+//! kept), and sleeps until the first of: a wake-up (LISTEN/NOTIFY), the
+//! next scheduled task of the queue falling due, the fallback poll, or the
+//! end of its wait.
+//!
+//! How the statement runs depends on [`ClaimStrategy`]: directly, or under
+//! the per-queue lock of [`crate::ops::claim_lock`].
+
+use std::time::Duration;
+
+use rand::Rng;
+use spool_core::{ClaimRequest, StoreError, Task};
+use tokio::time::Instant;
+
+use crate::config::ClaimStrategy;
+use crate::db::{Db, Params};
+use crate::error::{corrupt, db};
+use crate::row::StoredTask;
+use crate::store::Shared;
+use crate::values::millis;
+
+impl Shared {
+    pub(crate) async fn claim(&self, req: ClaimRequest) -> Result<Vec<Task>, StoreError> {
+        req.validate()?;
+        let lease_ms = req.lease.map(|l| millis("lease_ms", l)).transpose()?;
+        if req.wait.is_zero() {
+            return self.claim_once(&req, lease_ms).await;
+        }
+        let deadline = Instant::now() + req.wait;
+        loop {
+            let mut woken = self.wakeups.subscribe(req.queue.as_str());
+            let tasks = self.claim_once(&req, lease_ms).await?;
+            let now = Instant::now();
+            if !tasks.is_empty() || now >= deadline {
+                return Ok(tasks);
+            }
+            let mut until = deadline.min(now + self.config.poll_interval);
+            if let Some(due) = self.next_due(&req).await? {
+                until = until.min(now + due);
+            }
+            tokio::select! {
+                changed = woken.changed() => {
+                    if changed.is_err() {
+                        // The signal went away (cannot happen while we hold
+                        // a receiver); sleep rather than spin.
+                        tokio::time::sleep_until(until).await;
+                    }
+                }
+                () = tokio::time::sleep_until(until) => {}
+            }
+        }
+    }
+
+    /// One claim statement.
+    async fn claim_once(
+        &self,
+        req: &ClaimRequest,
+        lease_ms: Option<i64>,
+    ) -> Result<Vec<Task>, StoreError> {
+        let max = i64::from(req.max);
+        // One fresh token per task that may be claimed, drawn from a CSPRNG:
+        // a token is a secret that proves the lease.
+        let tokens: Vec<i64> = {
+            let mut rng = rand::thread_rng();
+            (0..req.max).map(|_| rng.gen()).collect()
+        };
+        let params: &Params<'_> = &[&req.queue.as_str(), &req.worker, &max, &lease_ms, &tokens];
+        let rows = match self.config.claim {
+            ClaimStrategy::SkipLocked => {
+                let client = self.client().await?;
+                client.query(&self.sql.claim, params).await.map_err(db)?
+            }
+            ClaimStrategy::GlobalLock => self.claim_under_lock(params).await?,
+        };
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let n: i64 = row.try_get("n").map_err(corrupt)?;
+            claimed.push((n, StoredTask::from_row(row)?));
+        }
+        claimed.sort_unstable_by_key(|(n, _)| *n);
+        claimed.into_iter().map(|(_, t)| t.view()).collect()
+    }
+
+    /// How long until the queue's next scheduled task is due, if any.
+    async fn next_due(&self, req: &ClaimRequest) -> Result<Option<Duration>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(&self.sql.next_due, &[&req.queue.as_str()])
+            .await
+            .map_err(db)?;
+        let ms: Option<i64> = match rows.first() {
+            Some(row) => row.try_get(0).map_err(corrupt)?,
+            None => None,
+        };
+        Ok(ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
+    }
+}

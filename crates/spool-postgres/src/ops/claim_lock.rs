@@ -1,0 +1,77 @@
+//! The "global acquire lock" claim strategy (SPEC §10,
+//! [`ClaimStrategy::GlobalLock`](crate::ClaimStrategy::GlobalLock)): one
+//! claimer at a time acquires from a queue, the others back off.
+//!
+//! `sql/claim_global.sql` is the ordinary claim statement behind a
+//! `pg_try_advisory_xact_lock` on the queue, all in one statement and one
+//! round trip. The lock is tried rather than waited for, so a claimer that
+//! loses holds no connection while it backs off and cannot pile up behind
+//! the holder in the server; the holder releases it when its statement
+//! commits, a few milliseconds later.
+
+use std::time::Duration;
+
+use rand::Rng;
+use spool_core::StoreError;
+use tokio::time::Instant;
+use tokio_postgres::Row;
+
+use crate::db::{Db, Params};
+use crate::error::{corrupt, db};
+use crate::store::Shared;
+
+/// The first pause after losing the lock, and the longest: a holder's
+/// statement takes a few milliseconds to tens of milliseconds (a batch of
+/// 1,000).
+const BACKOFF_MIN: Duration = Duration::from_millis(2);
+const BACKOFF_MAX: Duration = Duration::from_millis(32);
+
+impl Shared {
+    /// Runs the claim under the queue's lock, backing off while another
+    /// claimer holds it, for at most `acquire_timeout`. Answers the claimed
+    /// rows (those with an `n`).
+    pub(crate) async fn claim_under_lock(
+        &self,
+        params: &Params<'_>,
+    ) -> Result<Vec<Row>, StoreError> {
+        let deadline = Instant::now() + self.config.acquire_timeout;
+        let mut pause = BACKOFF_MIN;
+        loop {
+            let rows = {
+                let client = self.client().await?;
+                client
+                    .query(&self.sql.claim_global, params)
+                    .await
+                    .map_err(db)?
+            };
+            // No row: the queue is paused or unknown, nothing to claim.
+            let locked = match rows.first() {
+                Some(row) => row.try_get::<_, bool>("locked").map_err(corrupt)?,
+                None => return Ok(rows),
+            };
+            if locked {
+                let mut claimed = Vec::with_capacity(rows.len());
+                for row in rows {
+                    if row
+                        .try_get::<_, Option<i64>>("n")
+                        .map_err(corrupt)?
+                        .is_some()
+                    {
+                        claimed.push(row);
+                    }
+                }
+                return Ok(claimed);
+            }
+            if Instant::now() + pause > deadline {
+                return Err(StoreError::Unavailable(
+                    "another claimer held the queue's claim lock for too long".into(),
+                ));
+            }
+            // Jitter, so the claimers that lost to one holder do not all
+            // come back at the same instant.
+            let jittered = pause.mul_f64(rand::thread_rng().gen_range(0.5..1.5));
+            tokio::time::sleep(jittered).await;
+            pause = (pause * 2).min(BACKOFF_MAX);
+        }
+    }
+}

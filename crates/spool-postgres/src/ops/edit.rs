@@ -1,0 +1,170 @@
+//! Changing tasks from outside their lease (SPEC §3): update, cancel,
+//! retry, retry every dead task of a queue; and finding a task by key.
+//!
+//! Update and retry lock the row, derive what it shows (an expired lease is
+//! ready or dead by then), check, and write the result back, in one
+//! transaction: rare operations, where being exact beats a round trip.
+
+use spool_core::{
+    PayloadFormat, QueueName, StoreError, Task, TaskId, TaskPatch, TaskRef, TaskState,
+};
+use tokio_postgres::types::ToSql;
+
+use crate::db::Db;
+use crate::error::{corrupt, db};
+use crate::row::{errors_json, StoredTask};
+use crate::store::Shared;
+use crate::values::{self, time};
+
+impl Shared {
+    /// The id of the task `task` names, if it lives.
+    pub(crate) async fn resolve(&self, task: &TaskRef) -> Result<i64, StoreError> {
+        match task {
+            TaskRef::Id(id) => Ok(values::id(*id)),
+            TaskRef::Key(queue, key) => {
+                let client = self.client().await?;
+                let rows = client
+                    .query(&self.sql.find_key, &[&queue.as_str(), &key.as_str()])
+                    .await
+                    .map_err(db)?;
+                match rows.first() {
+                    Some(row) => row.try_get(0).map_err(corrupt),
+                    None => Err(StoreError::NotFound),
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn update(&self, task: TaskRef, patch: TaskPatch) -> Result<Task, StoreError> {
+        let run_at = patch.run_at.map(time).transpose()?;
+        let id = self.resolve(&task).await?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        let rows = tx.query(&self.sql.lock_task, &[&id]).await.map_err(db)?;
+        let row = rows.first().ok_or(StoreError::NotFound)?;
+        let current = StoredTask::from_row(row)?.view()?;
+        if current.state == TaskState::Leased {
+            return Err(StoreError::LeaseHeld);
+        }
+        if let Some(p) = &patch.payload {
+            let max = u64::try_from(row.try_get::<_, i64>("max_payload").map_err(corrupt)?)
+                .map_err(corrupt)?;
+            let size = p.len() as u64;
+            if size > max {
+                return Err(StoreError::PayloadTooLarge { size, max });
+            }
+        }
+        let run_at = match run_at {
+            Some(t) => t,
+            None => time(current.run_at)?,
+        };
+        let payload_json = patch
+            .payload
+            .as_ref()
+            .map(|p| p.format == PayloadFormat::Json);
+        let payload = patch.payload.as_ref().map(|p| p.bytes.as_ref());
+        let dead = current.state == TaskState::Dead;
+        let attempt = i32::try_from(current.attempt).map_err(corrupt)?;
+        let errors = errors_json(&current.errors);
+        let params: [&(dyn ToSql + Sync); 8] = [
+            &id,
+            &dead,
+            &run_at,
+            &patch.priority,
+            &payload_json,
+            &payload,
+            &attempt,
+            &errors,
+        ];
+        let rows = tx
+            .query(&self.sql.rewrite_task, &params)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        drop(client);
+        self.rewritten(&rows).await
+    }
+
+    pub(crate) async fn retry(&self, id: TaskId) -> Result<Task, StoreError> {
+        let id = values::id(id);
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        let rows = tx.query(&self.sql.lock_task, &[&id]).await.map_err(db)?;
+        let row = rows.first().ok_or(StoreError::NotFound)?;
+        let stored = StoredTask::from_row(row)?;
+        let run_at = time(stored.now)?;
+        let current = stored.view()?;
+        if current.state != TaskState::Dead {
+            return Err(StoreError::bad_request("only a dead task can be retried"));
+        }
+        let errors = errors_json(&current.errors);
+        let none_priority: Option<i16> = None;
+        let none_json: Option<bool> = None;
+        let none_payload: Option<&[u8]> = None;
+        let params: [&(dyn ToSql + Sync); 8] = [
+            &id,
+            &false,
+            &run_at,
+            &none_priority,
+            &none_json,
+            &none_payload,
+            &0i32,
+            &errors,
+        ];
+        let rows = tx
+            .query(&self.sql.rewrite_task, &params)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        drop(client);
+        self.rewritten(&rows).await
+    }
+
+    /// The task `rewrite_task` answered; wakes waiters if it is ready.
+    async fn rewritten(&self, rows: &[tokio_postgres::Row]) -> Result<Task, StoreError> {
+        let row = rows.first().ok_or(StoreError::NotFound)?;
+        let task = StoredTask::from_row(row)?.view()?;
+        if task.state == TaskState::Ready {
+            self.notify(task.queue.as_str()).await;
+        }
+        Ok(task)
+    }
+
+    pub(crate) async fn cancel(&self, task: TaskRef) -> Result<(), StoreError> {
+        let id = self.resolve(&task).await?;
+        let client = self.client().await?;
+        let rows = client.query(&self.sql.cancel, &[&id]).await.map_err(db)?;
+        let deleted: i64 = rows
+            .first()
+            .ok_or_else(|| corrupt("no count"))?
+            .try_get(0)
+            .map_err(corrupt)?;
+        if deleted == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn retry_dead(&self, queue: &QueueName) -> Result<u64, StoreError> {
+        let (queue_id, _) = self.get_queue(queue).await?;
+        // Leases that ran out on their last attempt are dead already, in
+        // every view: write them down so the update below sees them.
+        self.expire_leases(Some(queue_id)).await?;
+        let client = self.client().await?;
+        let rows = client
+            .query(&self.sql.retry_dead, &[&queue_id])
+            .await
+            .map_err(db)?;
+        drop(client);
+        let n: i64 = rows
+            .first()
+            .ok_or_else(|| corrupt("no count"))?
+            .try_get(0)
+            .map_err(corrupt)?;
+        let n = u64::try_from(n).map_err(corrupt)?;
+        if n > 0 {
+            self.notify(queue.as_str()).await;
+        }
+        Ok(n)
+    }
+}

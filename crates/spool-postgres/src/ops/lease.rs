@@ -1,0 +1,215 @@
+//! What a lease holder does (SPEC §3): ack, ack many, fail, release,
+//! snooze, extend.
+//!
+//! Each is a conditional write on (id, token, lease still valid): the row
+//! changes only for the current holder. When the write matches nothing, a
+//! second look tells `lease_lost` (the task lives) from `not_found`.
+//! Ack is the hot path: [`Shared::ack_many`] is one statement per batch.
+
+use std::time::Duration;
+
+use spool_core::transition::{after_failure, push_error, Next};
+use spool_core::{
+    backoff, FailRequest, LeaseToken, StoreError, Task, TaskId, TaskState, Timestamp,
+};
+use tokio_postgres::Row;
+
+use crate::db::Db;
+use crate::error::{corrupt, db};
+use crate::row::{errors_json, StoredTask};
+use crate::store::Shared;
+use crate::values::{self, duration, millis, time};
+
+/// The task a statement answered, as shown.
+fn one_task(rows: &[Row]) -> Result<Option<Task>, StoreError> {
+    rows.first()
+        .map(|row| StoredTask::from_row(row)?.view())
+        .transpose()
+}
+
+impl Shared {
+    /// Why a write for the holder of `id`'s lease matched nothing.
+    pub(crate) async fn refused(&self, id: TaskId) -> StoreError {
+        let exists = async {
+            let client = self.client().await?;
+            let rows = client
+                .query(&self.sql.task_exists, &[&values::id(id)])
+                .await
+                .map_err(db)?;
+            let row = rows.first().ok_or_else(|| corrupt("no answer to EXISTS"))?;
+            row.try_get::<_, bool>(0).map_err(corrupt)
+        };
+        match exists.await {
+            Ok(true) => StoreError::LeaseLost,
+            Ok(false) => StoreError::NotFound,
+            Err(e) => e,
+        }
+    }
+
+    pub(crate) async fn ack(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        reschedule_at: Option<Timestamp>,
+    ) -> Result<(), StoreError> {
+        match reschedule_at {
+            // Re-arm: scheduled again with attempt 0 (the periodic pattern).
+            Some(at) => self
+                .give_back(id, token, Some(at), Some(0))
+                .await
+                .map(|_| ()),
+            None => {
+                let mut results = self.ack_many(&[(id, token)]).await?;
+                results
+                    .pop()
+                    .unwrap_or_else(|| Err(corrupt("ack answered nothing")))
+            }
+        }
+    }
+
+    pub(crate) async fn ack_many(
+        &self,
+        acks: &[(TaskId, LeaseToken)],
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        if acks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = acks.iter().map(|(id, _)| values::id(*id)).collect();
+        let tokens: Vec<i64> = acks.iter().map(|(_, t)| values::token(*t)).collect();
+        let client = self.client().await?;
+        let rows = client
+            .query(&self.sql.ack_many, &[&ids, &tokens])
+            .await
+            .map_err(db)?;
+        if rows.len() != acks.len() {
+            return Err(corrupt(format!(
+                "{} acks answered {} results",
+                acks.len(),
+                rows.len()
+            )));
+        }
+        rows.iter()
+            .map(|row| {
+                let outcome: &str = row.try_get(0).map_err(corrupt)?;
+                Ok(match outcome {
+                    "done" => Ok(()),
+                    "lease_lost" => Err(StoreError::LeaseLost),
+                    "not_found" => Err(StoreError::NotFound),
+                    other => return Err(corrupt(format!("ack outcome {other:?}"))),
+                })
+            })
+            .collect()
+    }
+
+    /// Ends a lease without completing the task: waiting at `run_at` (now
+    /// if `None`) with `attempt` (the claimed attempt given back if `None`).
+    pub(crate) async fn give_back(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        run_at: Option<Timestamp>,
+        attempt: Option<i32>,
+    ) -> Result<Task, StoreError> {
+        let run_at = run_at.map(time).transpose()?;
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &self.sql.give_back,
+                &[&values::id(id), &values::token(token), &run_at, &attempt],
+            )
+            .await
+            .map_err(db)?;
+        drop(client);
+        self.after_write(id, &rows).await
+    }
+
+    pub(crate) async fn extend(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        lease: Duration,
+    ) -> Result<Task, StoreError> {
+        if lease.is_zero() {
+            return Err(StoreError::bad_request("lease_ms must be at least 1"));
+        }
+        let lease_ms = millis("lease_ms", lease)?;
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &self.sql.extend,
+                &[&values::id(id), &values::token(token), &lease_ms],
+            )
+            .await
+            .map_err(db)?;
+        drop(client);
+        self.after_write(id, &rows).await
+    }
+
+    /// Records a failure. Read, decide with the rules of
+    /// `spool_core::transition`, then write on condition that the lease is
+    /// still held: two round trips, and nothing changes for a stale holder.
+    pub(crate) async fn fail(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        req: FailRequest,
+    ) -> Result<Task, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(&self.sql.get_task, &[&values::id(id)])
+            .await
+            .map_err(db)?;
+        let row = rows.first().ok_or(StoreError::NotFound)?;
+        let stored = StoredTask::from_row(row)?;
+        if !stored.holds(token) {
+            return Err(StoreError::LeaseLost);
+        }
+        let base = duration(row.try_get("backoff_base_ms").map_err(corrupt)?);
+        let max = duration(row.try_get("backoff_max_ms").map_err(corrupt)?);
+        let now = stored.now;
+        let delay = backoff::delay(stored.attempt, base, max);
+        let next = after_failure(
+            stored.attempt,
+            stored.max_attempts,
+            req.discard,
+            req.retry_at,
+            now,
+            delay,
+        );
+        let (dead, run_at) = match next {
+            Next::Dead => (true, None),
+            Next::RetryAt(at) => (false, Some(time(at)?)),
+        };
+        let mut errors = stored.errors;
+        push_error(&mut errors, stored.attempt, now, &req.message);
+        let rows = client
+            .query(
+                &self.sql.fail,
+                &[
+                    &values::id(id),
+                    &values::token(token),
+                    &dead,
+                    &run_at,
+                    &errors_json(&errors),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        drop(client);
+        self.after_write(id, &rows).await
+    }
+
+    /// The task a lease holder's write answered; wakes its queue's waiters
+    /// if it became ready, or tells why the write matched nothing.
+    async fn after_write(&self, id: TaskId, rows: &[Row]) -> Result<Task, StoreError> {
+        match one_task(rows)? {
+            Some(task) => {
+                if task.state == TaskState::Ready {
+                    self.notify(task.queue.as_str()).await;
+                }
+                Ok(task)
+            }
+            None => Err(self.refused(id).await),
+        }
+    }
+}

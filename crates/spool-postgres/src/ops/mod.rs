@@ -1,0 +1,11 @@
+//! The Store operations, grouped as SPEC §3 groups them. Each file adds
+//! methods to [`crate::store::Shared`].
+
+pub(crate) mod claim;
+pub(crate) mod claim_lock;
+pub(crate) mod edit;
+pub(crate) mod enqueue;
+pub(crate) mod lease;
+pub(crate) mod queues;
+pub(crate) mod read;
+pub(crate) mod schedules;

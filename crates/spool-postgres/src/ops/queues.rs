@@ -1,0 +1,145 @@
+//! Queue settings (SPEC §4): create, replace, read, pause; and the clock.
+
+use spool_core::{QueueName, QueueSettings, StoreError, Timestamp};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+use crate::db::Db;
+use crate::error::{corrupt, db};
+use crate::store::Shared;
+use crate::values::{duration, millis, timestamp};
+
+/// A queue row's values, in the column order of `put_queue.sql` and
+/// `create_queue.sql`.
+pub(crate) struct SettingsParams {
+    name: String,
+    lease_ms: i64,
+    max_attempts: i32,
+    backoff_base_ms: i64,
+    backoff_max_ms: i64,
+    dedup_window_ms: i64,
+    max_payload: i64,
+    paused: bool,
+}
+
+impl SettingsParams {
+    pub(crate) fn max_attempts(&self) -> i32 {
+        self.max_attempts
+    }
+
+    pub(crate) fn max_payload(&self) -> i64 {
+        self.max_payload
+    }
+
+    pub(crate) fn as_params(&self) -> [&(dyn ToSql + Sync); 8] {
+        [
+            &self.name,
+            &self.lease_ms,
+            &self.max_attempts,
+            &self.backoff_base_ms,
+            &self.backoff_max_ms,
+            &self.dedup_window_ms,
+            &self.max_payload,
+            &self.paused,
+        ]
+    }
+}
+
+/// Validates `s` and lays it out as column values.
+pub(crate) fn settings_params(
+    queue: &QueueName,
+    s: &QueueSettings,
+) -> Result<SettingsParams, StoreError> {
+    s.validate()?;
+    Ok(SettingsParams {
+        name: queue.as_str().to_string(),
+        lease_ms: millis("lease_ms", s.lease)?,
+        max_attempts: i32::try_from(s.max_attempts)
+            .map_err(|_| StoreError::bad_request("max_attempts is too large"))?,
+        backoff_base_ms: millis("backoff_base_ms", s.backoff_base)?,
+        backoff_max_ms: millis("backoff_max_ms", s.backoff_max)?,
+        dedup_window_ms: millis("dedup_window_ms", s.dedup_window)?,
+        max_payload: i64::try_from(s.max_payload)
+            .map_err(|_| StoreError::bad_request("max_payload is too large"))?,
+        paused: s.paused,
+    })
+}
+
+fn settings_from(row: &Row) -> Result<QueueSettings, StoreError> {
+    let ms = |c: &str| row.try_get::<_, i64>(c).map(duration).map_err(corrupt);
+    Ok(QueueSettings {
+        lease: ms("lease_ms")?,
+        max_attempts: u32::try_from(row.try_get::<_, i32>("max_attempts").map_err(corrupt)?)
+            .map_err(corrupt)?,
+        backoff_base: ms("backoff_base_ms")?,
+        backoff_max: ms("backoff_max_ms")?,
+        dedup_window: ms("dedup_window_ms")?,
+        max_payload: u64::try_from(row.try_get::<_, i64>("max_payload").map_err(corrupt)?)
+            .map_err(corrupt)?,
+        paused: row.try_get("paused").map_err(corrupt)?,
+    })
+}
+
+impl Shared {
+    pub(crate) async fn put_queue(
+        &self,
+        queue: &QueueName,
+        settings: QueueSettings,
+    ) -> Result<QueueSettings, StoreError> {
+        let p = settings_params(queue, &settings)?;
+        let client = self.client().await?;
+        client
+            .query(&self.sql.put_queue, &p.as_params())
+            .await
+            .map_err(db)?;
+        drop(client);
+        if !settings.paused {
+            // It may have been paused until now, with waiters and work.
+            self.notify(queue.as_str()).await;
+        }
+        Ok(settings)
+    }
+
+    /// The queue's id and settings.
+    pub(crate) async fn get_queue(
+        &self,
+        queue: &QueueName,
+    ) -> Result<(i32, QueueSettings), StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(&self.sql.get_queue, &[&queue.as_str()])
+            .await
+            .map_err(db)?;
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::QueueNotFound(queue.clone()))?;
+        Ok((row.try_get("id").map_err(corrupt)?, settings_from(row)?))
+    }
+
+    pub(crate) async fn set_paused(
+        &self,
+        queue: &QueueName,
+        paused: bool,
+    ) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(&self.sql.set_paused, &[&queue.as_str(), &paused])
+            .await
+            .map_err(db)?;
+        drop(client);
+        if rows.is_empty() {
+            return Err(StoreError::QueueNotFound(queue.clone()));
+        }
+        if !paused {
+            self.notify(queue.as_str()).await;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn now(&self) -> Result<Timestamp, StoreError> {
+        let client = self.client().await?;
+        let rows = client.query(&self.sql.clock, &[]).await.map_err(db)?;
+        let row = rows.first().ok_or_else(|| corrupt("no clock"))?;
+        Ok(timestamp(row.try_get(0).map_err(corrupt)?))
+    }
+}

@@ -1,0 +1,185 @@
+//! Inspection (SPEC §3, §7.1): get, list, stats.
+//!
+//! Views derive what a task shows from the stored row and the statement's
+//! clock ([`crate::row`]). List and stats filter and count in SQL, so they
+//! first write expired leases down (normally already done by the sweeper):
+//! after that, stored `leased` means leased, and only run_at separates
+//! ready from scheduled, which SQL can tell.
+
+use std::time::Duration;
+
+use spool_core::{
+    Kind, ListOrder, ListRequest, QueueName, QueueStats, StateCounts, StoreError, Task, TaskPage,
+    TaskRef,
+};
+use tokio_postgres::types::ToSql;
+
+use crate::db::Db;
+use crate::error::{corrupt, db};
+use crate::row::StoredTask;
+use crate::store::Shared;
+
+/// Where a list page resumes: the opaque cursor string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cursor {
+    /// After this id (id order).
+    Id(i64),
+    /// After this (attempt, id) (attempts-descending order).
+    Attempts(i32, i64),
+}
+
+impl Cursor {
+    fn parse(s: &str) -> Result<Cursor, StoreError> {
+        let bad = || StoreError::bad_request("invalid cursor");
+        let parts: Vec<&str> = s.split(':').collect();
+        match parts.as_slice() {
+            ["i", id] => Ok(Cursor::Id(id.parse().map_err(|_| bad())?)),
+            ["a", attempt, id] => Ok(Cursor::Attempts(
+                attempt.parse().map_err(|_| bad())?,
+                id.parse().map_err(|_| bad())?,
+            )),
+            _ => Err(bad()),
+        }
+    }
+
+    fn render(self) -> String {
+        match self {
+            Cursor::Id(id) => format!("i:{id}"),
+            Cursor::Attempts(a, id) => format!("a:{a}:{id}"),
+        }
+    }
+}
+
+impl Shared {
+    pub(crate) async fn get(&self, task: TaskRef) -> Result<Task, StoreError> {
+        let id = self.resolve(&task).await?;
+        let client = self.client().await?;
+        let rows = client.query(&self.sql.get_task, &[&id]).await.map_err(db)?;
+        let row = rows.first().ok_or(StoreError::NotFound)?;
+        StoredTask::from_row(row)?.view()
+    }
+
+    pub(crate) async fn list(&self, req: ListRequest) -> Result<TaskPage, StoreError> {
+        req.validate()?;
+        let cursor = req.cursor.as_deref().map(Cursor::parse).transpose()?;
+        let queue_id = match self.get_queue(&req.queue).await {
+            Ok((id, _)) => id,
+            Err(StoreError::QueueNotFound(_)) => {
+                return Ok(TaskPage {
+                    tasks: Vec::new(),
+                    next_cursor: None,
+                })
+            }
+            Err(e) => return Err(e),
+        };
+        self.expire_leases(Some(queue_id)).await?;
+        // One more than the page, to know whether another follows.
+        let want = i64::try_from(req.limit + 1).map_err(corrupt)?;
+        let name = req.queue.as_str();
+        let client = self.client().await?;
+        let rows = match (req.order, cursor) {
+            (ListOrder::Id, None | Some(Cursor::Id(_))) => {
+                let after = match cursor {
+                    Some(Cursor::Id(id)) => id,
+                    _ => 0,
+                };
+                let params: [&(dyn ToSql + Sync); 4] = [&name, &queue_id, &after, &want];
+                client.query(self.sql.list_by_id(req.state), &params).await
+            }
+            (ListOrder::AttemptsDesc, None | Some(Cursor::Attempts(..))) => {
+                // Before the first page: above any attempt count.
+                let (attempt, after) = match cursor {
+                    Some(Cursor::Attempts(a, id)) => (i64::from(a), id),
+                    _ => (i64::from(i32::MAX) + 1, 0),
+                };
+                let params: [&(dyn ToSql + Sync); 5] = [&name, &queue_id, &attempt, &after, &want];
+                client
+                    .query(self.sql.list_by_attempts(req.state), &params)
+                    .await
+            }
+            _ => return Err(StoreError::bad_request("cursor does not match the order")),
+        }
+        .map_err(db)?;
+        let mut tasks = rows
+            .iter()
+            .map(|row| StoredTask::from_row(row)?.view())
+            .collect::<Result<Vec<Task>, StoreError>>()?;
+        let next_cursor = if tasks.len() > req.limit {
+            tasks.truncate(req.limit);
+            tasks.last().map(|t| {
+                let id = crate::values::id(t.id);
+                match req.order {
+                    ListOrder::Id => Cursor::Id(id).render(),
+                    ListOrder::AttemptsDesc => {
+                        Cursor::Attempts(i32::try_from(t.attempt).unwrap_or(i32::MAX), id).render()
+                    }
+                }
+            })
+        } else {
+            None
+        };
+        Ok(TaskPage { tasks, next_cursor })
+    }
+
+    pub(crate) async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
+        self.expire_leases(None).await?;
+        let client = self.client().await?;
+        let rows = client.query(&self.sql.stats, &[]).await.map_err(db)?;
+        let mut out: Vec<QueueStats> = Vec::new();
+        for row in &rows {
+            let name: String = row.try_get("name").map_err(corrupt)?;
+            let n = |c: &str| -> Result<u64, StoreError> {
+                let v: i64 = row.try_get(c).map_err(corrupt)?;
+                u64::try_from(v).map_err(corrupt)
+            };
+            let counts = StateCounts {
+                scheduled: n("scheduled")?,
+                ready: n("ready")?,
+                leased: n("leased")?,
+                dead: n("dead")?,
+            };
+            let age: Option<i64> = row.try_get("oldest_ready_age_ms").map_err(corrupt)?;
+            let age = age.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+            if out.last().is_none_or(|s| s.name.as_str() != name) {
+                out.push(QueueStats {
+                    name: QueueName::new(name).map_err(corrupt)?,
+                    paused: row.try_get("paused").map_err(corrupt)?,
+                    counts: StateCounts::default(),
+                    kinds: Default::default(),
+                    oldest_ready_age: None,
+                });
+            }
+            let Some(stats) = out.last_mut() else {
+                continue;
+            };
+            let kind: Option<String> = row.try_get("kind").map_err(corrupt)?;
+            let Some(kind) = kind else {
+                // A queue without tasks.
+                continue;
+            };
+            for s in spool_core::TaskState::ALL {
+                *stats.counts.slot(s) += counts.get(s);
+            }
+            stats.oldest_ready_age = stats.oldest_ready_age.max(age);
+            stats
+                .kinds
+                .insert(Kind::new(kind).map_err(corrupt)?, counts);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_garbage_is_refused() {
+        for c in [Cursor::Id(42), Cursor::Attempts(3, 7)] {
+            assert_eq!(Cursor::parse(&c.render()).ok(), Some(c));
+        }
+        for bad in ["", "i:", "i:x", "a:1", "z:1", "i:1:2", "a:1:2:3"] {
+            assert!(Cursor::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! Every statement the store runs, rendered once for its schema.
+//!
+//! The statements live in `sql/*.sql`, each with a header saying what it
+//! does and what its parameters are. Templates name the schema `{schema}`,
+//! the notification channel `{channel}` and a task's columns `{task}`;
+//! [`Sql::new`] fills them in. The schema name is validated
+//! ([`crate::config::Schema`]), so nothing user-supplied is ever spliced in
+//! unchecked.
+
+use spool_core::TaskState;
+
+use crate::config::Schema;
+
+/// The columns every statement answering tasks selects, read by
+/// [`crate::row::StoredTask`]; `db_now` is the statement's clock, by which
+/// states are derived.
+const TASK_COLUMNS: &str = "t.id, t.kind, t.state, t.priority, t.run_at, t.attempt, \
+    t.max_attempts, t.lease_ms, t.lease_owner, t.lease_token, t.lease_expires_at, t.key, \
+    t.payload_json, t.payload, t.errors, t.created_at, t.updated_at, \
+    {schema}.now_ms() AS db_now";
+
+/// What a list's state filter keeps: tasks *shown* in that state. Expired
+/// leases are written down before a list runs, so stored `leased` is leased.
+fn state_filter(state: Option<TaskState>) -> &'static str {
+    match state {
+        None => "true",
+        Some(TaskState::Ready) => {
+            "(t.state = 'ready' OR (t.state = 'scheduled' AND t.run_at <= now()))"
+        }
+        Some(TaskState::Scheduled) => "(t.state = 'scheduled' AND t.run_at > now())",
+        Some(TaskState::Leased) => "t.state = 'leased'",
+        Some(TaskState::Dead) => "t.state = 'dead'",
+    }
+}
+
+/// The list filters in a fixed order: no filter, then each state.
+const LIST_FILTERS: [Option<TaskState>; 5] = [
+    None,
+    Some(TaskState::Scheduled),
+    Some(TaskState::Ready),
+    Some(TaskState::Leased),
+    Some(TaskState::Dead),
+];
+
+/// The rendered statements.
+#[derive(Debug)]
+pub(crate) struct Sql {
+    pub(crate) enqueue_prepare: String,
+    pub(crate) create_queue: String,
+    pub(crate) enqueue_insert: String,
+    pub(crate) claim: String,
+    pub(crate) claim_global: String,
+    pub(crate) next_due: String,
+    pub(crate) ack_many: String,
+    pub(crate) give_back: String,
+    pub(crate) extend: String,
+    pub(crate) fail: String,
+    pub(crate) task_exists: String,
+    pub(crate) get_task: String,
+    pub(crate) lock_task: String,
+    pub(crate) find_key: String,
+    pub(crate) rewrite_task: String,
+    pub(crate) cancel: String,
+    pub(crate) retry_dead: String,
+    list_by_id: Vec<String>,
+    list_by_attempts: Vec<String>,
+    pub(crate) stats: String,
+    pub(crate) put_queue: String,
+    pub(crate) get_queue: String,
+    pub(crate) set_paused: String,
+    pub(crate) notify: String,
+    pub(crate) clock: String,
+    pub(crate) expired_leases: String,
+    pub(crate) expire: String,
+    pub(crate) promote_due: String,
+    pub(crate) purge_keys: String,
+    pub(crate) put_schedule: String,
+    pub(crate) list_schedules: String,
+    pub(crate) get_schedule: String,
+    pub(crate) delete_schedule: String,
+    pub(crate) fire_schedule: String,
+}
+
+/// Fills in a template's placeholders.
+fn render(template: &str, schema: &Schema) -> String {
+    template
+        .replace("{task}", TASK_COLUMNS)
+        .replace("{schema}", &schema.ident())
+        .replace("{channel}", &format!("'{}'", schema.channel()))
+}
+
+impl Sql {
+    pub(crate) fn new(schema: &Schema) -> Sql {
+        let r = |template: &str| render(template, schema);
+        let lists = |template: &str| {
+            LIST_FILTERS
+                .iter()
+                .map(|s| r(&template.replace("{filter}", state_filter(*s))))
+                .collect()
+        };
+        Sql {
+            enqueue_prepare: r(include_str!("../sql/enqueue_prepare.sql")),
+            create_queue: r(include_str!("../sql/create_queue.sql")),
+            enqueue_insert: r(include_str!("../sql/enqueue_insert.sql")),
+            claim: r(include_str!("../sql/claim.sql")),
+            claim_global: r(include_str!("../sql/claim_global.sql")),
+            next_due: r(include_str!("../sql/next_due.sql")),
+            ack_many: r(include_str!("../sql/ack_many.sql")),
+            give_back: r(include_str!("../sql/give_back.sql")),
+            extend: r(include_str!("../sql/extend.sql")),
+            fail: r(include_str!("../sql/fail.sql")),
+            task_exists: r(include_str!("../sql/task_exists.sql")),
+            get_task: r(include_str!("../sql/get_task.sql")),
+            lock_task: r(include_str!("../sql/lock_task.sql")),
+            find_key: r(include_str!("../sql/find_key.sql")),
+            rewrite_task: r(include_str!("../sql/rewrite_task.sql")),
+            cancel: r(include_str!("../sql/cancel.sql")),
+            retry_dead: r(include_str!("../sql/retry_dead.sql")),
+            list_by_id: lists(include_str!("../sql/list_by_id.sql")),
+            list_by_attempts: lists(include_str!("../sql/list_by_attempts.sql")),
+            stats: r(include_str!("../sql/stats.sql")),
+            put_queue: r(include_str!("../sql/put_queue.sql")),
+            get_queue: r(include_str!("../sql/get_queue.sql")),
+            set_paused: r(include_str!("../sql/set_paused.sql")),
+            notify: r(include_str!("../sql/notify.sql")),
+            clock: r(include_str!("../sql/clock.sql")),
+            expired_leases: r(include_str!("../sql/expired_leases.sql")),
+            expire: r(include_str!("../sql/expire.sql")),
+            promote_due: r(include_str!("../sql/promote_due.sql")),
+            purge_keys: r(include_str!("../sql/purge_keys.sql")),
+            put_schedule: r(include_str!("../sql/put_schedule.sql")),
+            list_schedules: r(include_str!("../sql/list_schedules.sql")),
+            get_schedule: r(include_str!("../sql/get_schedule.sql")),
+            delete_schedule: r(include_str!("../sql/delete_schedule.sql")),
+            fire_schedule: r(include_str!("../sql/fire_schedule.sql")),
+        }
+    }
+
+    fn filter_index(state: Option<TaskState>) -> usize {
+        LIST_FILTERS.iter().position(|s| *s == state).unwrap_or(0)
+    }
+
+    /// The list statement in id order for `state`.
+    pub(crate) fn list_by_id(&self, state: Option<TaskState>) -> &str {
+        &self.list_by_id[Self::filter_index(state)]
+    }
+
+    /// The list statement in attempts order for `state`.
+    pub(crate) fn list_by_attempts(&self, state: Option<TaskState>) -> &str {
+        &self.list_by_attempts[Self::filter_index(state)]
+    }
+}
+
+/// Renders a migration for `schema`.
+pub(crate) fn render_migration(template: &str, schema: &Schema) -> String {
+    render(template, schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_placeholder_is_filled() {
+        let schema = Schema::new("s").unwrap_or_else(|e| panic!("{e}"));
+        let sql = Sql::new(&schema);
+        let all = format!("{sql:?}");
+        for p in ["{schema}", "{channel}", "{task}", "{filter}"] {
+            assert!(!all.contains(p), "{p} left in a statement");
+        }
+        assert!(sql.claim.contains("\"s\".tasks"));
+        for s in LIST_FILTERS {
+            assert!(sql.list_by_id(s).contains(state_filter(s)));
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The producer side: enqueue typed jobs, pause and resume queues, set and
+//! remove periodic schedules.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use spool_core::{
+    EnqueueOutcome, Kind, NewTask, QueueName, Schedule, ScheduleSpec, Store, StoreError, TaskKey,
+    Timestamp,
+};
+
+use crate::error::EnqueueError;
+use crate::job::{self, Job};
+use crate::periodic::PeriodicJob;
+
+/// Enqueues jobs into a store. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    store: Arc<dyn Store>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
+}
+
+/// How one job is enqueued: when, in which order, under which key.
+#[derive(Clone, Debug, Default)]
+pub struct EnqueueOptions {
+    task: NewTask,
+    key: Option<String>,
+}
+
+impl EnqueueOptions {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Not claimable before this much time has passed on the store's clock.
+    pub fn delay(mut self, d: Duration) -> Self {
+        self.task = self.task.delay(d);
+        self
+    }
+
+    /// Not claimable before this store time.
+    pub fn run_at(mut self, at: Timestamp) -> Self {
+        self.task = self.task.run_at(at);
+        self
+    }
+
+    /// Lower runs first; default 0.
+    pub fn priority(mut self, p: i16) -> Self {
+        self.task = self.task.priority(p);
+        self
+    }
+
+    /// An idempotency key: while a task with it lives in the queue (and for
+    /// the dedup window after), enqueueing again creates nothing.
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Attempts before the task goes dead; default the queue's.
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.task = self.task.max_attempts(n);
+        self
+    }
+
+    /// The task's own lease (its time to run), whatever workers ask for.
+    pub fn lease(mut self, d: Duration) -> Self {
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.task = self.task.lease_ms(ms);
+        self
+    }
+
+    fn into_task<J: Job>(self, job: &J, kind: &Kind) -> Result<NewTask, EnqueueError> {
+        let mut task = self.task;
+        task.payload = job::encode(job)?;
+        task.kind = Some(kind.clone());
+        if let Some(key) = self.key {
+            task.key = Some(TaskKey::new(key)?);
+        }
+        Ok(task)
+    }
+}
+
+fn one(mut outcomes: Vec<EnqueueOutcome>) -> Result<EnqueueOutcome, EnqueueError> {
+    match (outcomes.pop(), outcomes.is_empty()) {
+        (Some(o), true) => Ok(o),
+        _ => Err(EnqueueError::Store(StoreError::Internal(
+            "the store answered a one-task enqueue with another number of results".into(),
+        ))),
+    }
+}
+
+impl Client {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Client { store }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Enqueues `job` to run now. Durable when this returns.
+    pub async fn enqueue<J: Job>(&self, job: J) -> Result<EnqueueOutcome, EnqueueError> {
+        self.enqueue_with(job, EnqueueOptions::new()).await
+    }
+
+    /// Enqueues `job` with a delay, priority, key, ...
+    pub async fn enqueue_with<J: Job>(
+        &self,
+        job: J,
+        options: EnqueueOptions,
+    ) -> Result<EnqueueOutcome, EnqueueError> {
+        let (queue, kind) = job::names::<J>()?;
+        let task = options.into_task(&job, &kind)?;
+        one(self.store.enqueue(&queue, vec![task]).await?)
+    }
+
+    /// Enqueues many jobs of one type atomically: all or none. At most
+    /// 10,000 per call.
+    pub async fn enqueue_many<J: Job>(
+        &self,
+        jobs: impl IntoIterator<Item = J>,
+    ) -> Result<Vec<EnqueueOutcome>, EnqueueError> {
+        let (queue, kind) = job::names::<J>()?;
+        let tasks = jobs
+            .into_iter()
+            .map(|j| EnqueueOptions::new().into_task(&j, &kind))
+            .collect::<Result<Vec<_>, _>>()?;
+        if tasks.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.store.enqueue(&queue, tasks).await?)
+    }
+
+    /// A paused queue hands out nothing; enqueues still work.
+    pub async fn pause(&self, queue: &str) -> Result<(), EnqueueError> {
+        Ok(self.store.set_paused(&QueueName::new(queue)?, true).await?)
+    }
+
+    pub async fn resume(&self, queue: &str) -> Result<(), EnqueueError> {
+        Ok(self
+            .store
+            .set_paused(&QueueName::new(queue)?, false)
+            .await?)
+    }
+
+    /// Creates or replaces a schedule. Some process must run a
+    /// [`crate::Scheduler`] against the store for it to fire.
+    pub async fn put_schedule<J: Job>(
+        &self,
+        periodic: PeriodicJob<J>,
+    ) -> Result<Schedule, EnqueueError> {
+        let spec: ScheduleSpec = periodic.into_spec()?;
+        Ok(self.store.put_schedule(spec).await?)
+    }
+
+    pub async fn schedules(&self) -> Result<Vec<Schedule>, EnqueueError> {
+        Ok(self.store.list_schedules().await?)
+    }
+
+    /// Removes a schedule; tasks it already enqueued stay.
+    pub async fn delete_schedule(&self, name: &str) -> Result<(), EnqueueError> {
+        Ok(self.store.delete_schedule(&Kind::new(name)?).await?)
+    }
+}

@@ -1,0 +1,268 @@
+//! What a run sees: its task, its deadline, a cancellation signal, and the
+//! heartbeat that pushes the deadline back.
+//!
+//! The deadline is the lease's expiry (a moment before it, so that the
+//! runtime's "deadline exceeded" reaches the store while the lease is still
+//! valid), or the handler's own timeout if that comes first. At the deadline
+//! the runtime cancels the token and drops the run's future; a handler that
+//! hands work to other tasks or threads should pass the token on.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use spool_core::schedule::tick_key;
+use spool_core::{
+    Kind, LeaseToken, QueueName, Store, StoreError, Task, TaskId, TaskKey, Timestamp,
+};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::Client;
+use crate::clock::StoreClock;
+
+/// How long before the lease's expiry a run is cut off: a twentieth of the
+/// lease, at most this much.
+const REPORT_MARGIN: Duration = Duration::from_millis(100);
+
+/// A running task's view of itself. Cheap to clone.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("id", &self.id())
+            .field("queue", self.queue())
+            .field("kind", self.kind())
+            .field("attempt", &self.attempt())
+            .field("remaining", &self.remaining())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    task: Task,
+    token: LeaseToken,
+    store: Arc<dyn Store>,
+    clock: Arc<StoreClock>,
+    /// What `heartbeat` extends the lease by.
+    lease: Duration,
+    /// The handler's timeout, as an instant: no extension goes past it.
+    limit: Option<Instant>,
+    lease_state: Mutex<LeaseState>,
+    /// Made on first use: most runs never ask for it.
+    cancel: OnceLock<CancellationToken>,
+    /// Set when the run is cut off; a token made after that is cancelled.
+    cut: AtomicBool,
+}
+
+/// The lease as extensions leave it.
+#[derive(Clone, Copy, Debug)]
+struct LeaseState {
+    /// When the lease runs out, here.
+    expires: Instant,
+    /// When the run is cut off.
+    deadline: Instant,
+}
+
+impl LeaseState {
+    fn new(expires: Instant, lease: Duration, limit: Option<Instant>) -> Self {
+        LeaseState {
+            expires,
+            deadline: cut_off(expires, lease, limit),
+        }
+    }
+}
+
+/// The instant a run must end by, for a lease expiring at `expires` (local).
+fn cut_off(expires: Instant, lease: Duration, limit: Option<Instant>) -> Instant {
+    let margin = (lease / 20).min(REPORT_MARGIN);
+    let by_lease = expires.checked_sub(margin).unwrap_or(expires);
+    match limit {
+        Some(l) => l.min(by_lease),
+        None => by_lease,
+    }
+}
+
+impl Context {
+    /// `expires` is the lease's expiry here; the timeout counts from
+    /// `started`.
+    pub(crate) fn new(
+        task: Task,
+        token: LeaseToken,
+        store: Arc<dyn Store>,
+        clock: Arc<StoreClock>,
+        lease: (Duration, Instant),
+        timeout: Option<Duration>,
+        started: Instant,
+    ) -> Self {
+        let (lease, expires) = lease;
+        let limit = timeout.map(|t| started + t);
+        Context {
+            inner: Arc::new(Shared {
+                task,
+                token,
+                store,
+                clock,
+                lease,
+                limit,
+                lease_state: Mutex::new(LeaseState::new(expires, lease, limit)),
+                cancel: OnceLock::new(),
+                cut: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    pub fn id(&self) -> TaskId {
+        self.inner.task.id
+    }
+
+    pub fn queue(&self) -> &QueueName {
+        &self.inner.task.queue
+    }
+
+    pub fn kind(&self) -> &Kind {
+        &self.inner.task.kind
+    }
+
+    /// 1 on the first run, counting every claim (SPEC §2).
+    pub fn attempt(&self) -> u32 {
+        self.inner.task.attempt
+    }
+
+    pub fn max_attempts(&self) -> u32 {
+        self.inner.task.max_attempts
+    }
+
+    pub fn key(&self) -> Option<&TaskKey> {
+        self.inner.task.key.as_ref()
+    }
+
+    /// The task as claimed (payload, errors of earlier attempts, ...).
+    pub fn task(&self) -> &Task {
+        &self.inner.task
+    }
+
+    /// The tick this run was fired for, when a schedule enqueued it.
+    pub fn scheduled_tick(&self) -> Option<Timestamp> {
+        let key = self.key()?.as_str();
+        let (name, ms) = key.strip_prefix("sched:")?.rsplit_once(':')?;
+        let tick = Timestamp(ms.parse().ok()?);
+        let name = Kind::new(name).ok()?;
+        (tick_key(&name, tick).as_str() == key).then_some(tick)
+    }
+
+    /// When the run will be cut off.
+    pub fn deadline(&self) -> std::time::Instant {
+        self.deadline_instant().into_std()
+    }
+
+    /// How long until the deadline; zero once it has passed.
+    pub fn remaining(&self) -> Duration {
+        self.deadline_instant()
+            .saturating_duration_since(Instant::now())
+    }
+
+    /// Cancelled when the run is cut off (deadline, or a shutdown that ran
+    /// out of time). Pass it to work that outlives the run's future.
+    pub fn cancellation(&self) -> &CancellationToken {
+        let s = &self.inner;
+        let token = s.cancel.get_or_init(CancellationToken::new);
+        // Paired with `cancel`: one of the two sees the other's write.
+        if s.cut.load(Ordering::SeqCst) {
+            token.cancel();
+        }
+        token
+    }
+
+    /// Completes when the run is being cut off.
+    pub async fn cancelled(&self) {
+        self.cancellation().cancelled().await;
+    }
+
+    /// Extends the lease by its original length: for long runs that report
+    /// progress.
+    pub async fn heartbeat(&self) -> Result<(), StoreError> {
+        self.extend(self.inner.lease).await
+    }
+
+    /// The lease now expires `by` from now; the deadline follows (up to the
+    /// handler's timeout, which no extension moves).
+    pub async fn extend(&self, by: Duration) -> Result<(), StoreError> {
+        let s = &self.inner;
+        let task = s.store.extend(s.task.id, s.token, by).await?;
+        if let Some(lease) = task.lease {
+            let expires = s.clock.instant_of(lease.expires_at);
+            *s.lease_state.lock().unwrap_or_else(|e| e.into_inner()) =
+                LeaseState::new(expires, by, s.limit);
+        }
+        Ok(())
+    }
+
+    /// A client on the same store, to enqueue follow-up work.
+    pub fn client(&self) -> Client {
+        Client::new(self.inner.store.clone())
+    }
+
+    fn lease_state(&self) -> LeaseState {
+        *self
+            .inner
+            .lease_state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn deadline_instant(&self) -> Instant {
+        self.lease_state().deadline
+    }
+
+    /// When the lease (as last extended) runs out, here.
+    pub(crate) fn lease_expiry(&self) -> Instant {
+        self.lease_state().expires
+    }
+
+    /// Completes at the deadline, following extensions.
+    pub(crate) async fn deadline_reached(&self) {
+        loop {
+            let at = self.deadline_instant();
+            tokio::time::sleep_until(at).await;
+            if Instant::now() >= self.deadline_instant() {
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn cancel(&self) {
+        let s = &self.inner;
+        s.cut.store(true, Ordering::SeqCst);
+        if let Some(token) = s.cancel.get() {
+            token.cancel();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cut_off_leaves_a_margin_and_honours_the_timeout() {
+        let now = Instant::now();
+        let expires = now + Duration::from_secs(30);
+        let lease = Duration::from_secs(30);
+        assert_eq!(
+            cut_off(expires, lease, None),
+            expires - Duration::from_millis(100)
+        );
+        let short = Duration::from_millis(500);
+        assert_eq!(
+            cut_off(now + short, short, None),
+            now + short - Duration::from_millis(25)
+        );
+        let limit = now + Duration::from_secs(1);
+        assert_eq!(cut_off(expires, lease, Some(limit)), limit);
+    }
+}

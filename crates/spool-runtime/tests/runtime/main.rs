@@ -1,0 +1,16 @@
+//! The runtime against real stores: the embedded engine in a temporary
+//! directory, and a real server on port 0 through `RemoteStore`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod crash;
+mod deadlines;
+mod flaky;
+#[cfg(feature = "otel")]
+mod otel;
+mod outcomes;
+mod pause;
+mod remote;
+mod schedules;
+mod shutdown;

@@ -1,0 +1,257 @@
+//! Schedules fired by `Scheduler`: a 1 s schedule for 20 s on the embedded
+//! engine (one task per tick, jitter printed), two schedulers on one server
+//! (one task per tick, and the survivor takes over), a stuck run that does
+//! not hold the next tick back, and missed ticks that collapse into one.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use spool_core::{Clock, Store, SystemClock, TaskState, Timestamp};
+use spool_runtime::{Client, Context, Job, PeriodicJob, QueueConfig, Scheduler, Worker};
+
+use crate::support::{eventually, fast_queue, percentile, server, tasks};
+
+#[derive(Serialize, Deserialize, Clone)]
+struct Beat {
+    note: String,
+}
+
+impl Job for Beat {
+    const KIND: &'static str = "beat";
+}
+
+/// Per tick: how many runs, and each run's (created_at, started) times.
+type Runs = Arc<Mutex<BTreeMap<i64, Vec<(Timestamp, Timestamp)>>>>;
+
+fn recorder(
+    runs: &Runs,
+) -> impl Fn(Context, Beat) -> futures_ok::Ok + Clone + Send + Sync + 'static {
+    let runs = runs.clone();
+    move |ctx: Context, _beat: Beat| {
+        let started = SystemClock.now();
+        if let Some(tick) = ctx.scheduled_tick() {
+            runs.lock()
+                .unwrap()
+                .entry(tick.as_millis())
+                .or_default()
+                .push((ctx.task().created_at, started));
+        }
+        futures_ok::Ok
+    }
+}
+
+mod futures_ok {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A handler future that succeeds at once.
+    pub struct Ok;
+
+    impl Future for Ok {
+        type Output = Result<(), spool_runtime::TaskError>;
+        fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+            Poll::Ready(Result::Ok(()))
+        }
+    }
+}
+
+fn beat() -> Beat {
+    Beat {
+        note: "lub-dub".into(),
+    }
+}
+
+/// Every tick ran once and ticks are `period` apart, except `gaps` jumps.
+fn check_ticks(runs: &BTreeMap<i64, Vec<(Timestamp, Timestamp)>>, period: i64, gaps: usize) {
+    assert!(
+        runs.values().all(|r| r.len() == 1),
+        "a tick ran twice: {runs:?}"
+    );
+    let ticks: Vec<i64> = runs.keys().copied().collect();
+    assert!(
+        ticks.iter().all(|t| t % period == 0),
+        "ticks off the period: {ticks:?}"
+    );
+    let jumps = ticks.windows(2).filter(|w| w[1] - w[0] != period).count();
+    assert_eq!(jumps, gaps, "ticks: {ticks:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_second_schedule_fires_once_per_tick_for_twenty_seconds() {
+    let e = crate::support::embedded();
+    let client = Client::new(e.store.clone());
+    client
+        .put_schedule(PeriodicJob::every(
+            "heartbeat",
+            Duration::from_secs(1),
+            beat(),
+        ))
+        .await
+        .unwrap();
+    let runs: Runs = Arc::default();
+    let worker = Worker::builder(e.store.clone())
+        .register(recorder(&runs))
+        .start()
+        .unwrap();
+    let scheduler = Scheduler::new(e.store.clone()).start().unwrap();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    scheduler.stop().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(worker.shutdown(Duration::from_secs(1)).await.finished);
+
+    let runs = runs.lock().unwrap().clone();
+    assert!((19..=21).contains(&runs.len()), "{} ticks", runs.len());
+    check_ticks(&runs, 1000, 0);
+    let mut fired: Vec<i64> = runs.iter().map(|(t, r)| r[0].0.as_millis() - t).collect();
+    let mut started: Vec<i64> = runs.iter().map(|(t, r)| r[0].1.as_millis() - t).collect();
+    println!(
+        "1 s schedule, {} ticks: firing jitter p50 {} ms, p99 {} ms; run start after the tick p50 {} ms, p99 {} ms",
+        runs.len(),
+        percentile(&mut fired, 50),
+        percentile(&mut fired, 99),
+        percentile(&mut started, 50),
+        percentile(&mut started, 99),
+    );
+    assert!(percentile(&mut started, 99) < 250, "{started:?}");
+}
+
+#[tokio::test]
+async fn two_schedulers_make_one_task_per_tick_and_either_suffices() {
+    let server = server().await;
+    let store = server.remote();
+    Client::new(store.clone())
+        .put_schedule(PeriodicJob::every(
+            "pulse",
+            Duration::from_millis(200),
+            beat(),
+        ))
+        .await
+        .unwrap();
+    let runs: Runs = Arc::default();
+    let worker = Worker::builder(store.clone())
+        .register(recorder(&runs))
+        .start()
+        .unwrap();
+    let refresh = Duration::from_millis(100);
+    let a = Scheduler::new(server.remote())
+        .refresh_every(refresh)
+        .start()
+        .unwrap();
+    let b = Scheduler::new(server.remote())
+        .refresh_every(refresh)
+        .start()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // One dies: the other goes on alone.
+    a.stop().await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    b.stop().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(worker.shutdown(Duration::from_secs(1)).await.finished);
+    let runs = runs.lock().unwrap().clone();
+    assert!((14..=16).contains(&runs.len()), "{} ticks", runs.len());
+    check_ticks(&runs, 200, 0);
+}
+
+#[derive(Serialize, Deserialize)]
+struct Hang;
+
+impl Job for Hang {
+    const KIND: &'static str = "hang";
+}
+
+#[tokio::test]
+async fn a_stuck_run_is_cut_off_and_the_next_tick_fires() {
+    let e = crate::support::embedded();
+    // One attempt: a cut-off tick is dead, so each tick is one task.
+    fast_queue(e.store.as_ref(), "hang", 1).await;
+    Client::new(e.store.clone())
+        .put_schedule(
+            PeriodicJob::every("hang", Duration::from_millis(400), Hang)
+                .deadline(Duration::from_millis(150)),
+        )
+        .await
+        .unwrap();
+    let started: Arc<Mutex<Vec<Timestamp>>> = Arc::default();
+    let log = started.clone();
+    // A single slot: the stuck run must give it back for the next tick.
+    let worker = Worker::builder(e.store.clone())
+        .queue("hang", QueueConfig::new().concurrency(1))
+        .register(move |ctx: Context, _job: Hang| {
+            let log = log.clone();
+            async move {
+                log.lock().unwrap().extend(ctx.scheduled_tick());
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    let scheduler = Scheduler::new(e.store.clone()).start().unwrap();
+    eventually(Duration::from_secs(5), "three ticks ran", || async {
+        started.lock().unwrap().len() >= 3
+    })
+    .await;
+    scheduler.stop().await;
+    let ticks = started.lock().unwrap().clone();
+    assert!(
+        ticks
+            .windows(2)
+            .all(|w| w[1].as_millis() - w[0].as_millis() == 400),
+        "{ticks:?}"
+    );
+    eventually(Duration::from_secs(2), "the first two are dead", || async {
+        tasks(e.store.as_ref(), "hang")
+            .await
+            .iter()
+            .filter(|t| t.state == TaskState::Dead)
+            .count()
+            >= 2
+    })
+    .await;
+    for t in tasks(e.store.as_ref(), "hang").await {
+        if t.state == TaskState::Dead {
+            assert_eq!(t.errors[0].message, "deadline exceeded");
+            assert_eq!(t.lease_ms, Some(150), "the deadline is the tick's lease");
+        }
+    }
+    worker.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn missed_ticks_collapse_into_one() {
+    let e = crate::support::embedded();
+    let store: Arc<dyn Store> = e.store.clone();
+    Client::new(store.clone())
+        .put_schedule(PeriodicJob::every(
+            "catch-up",
+            Duration::from_millis(200),
+            beat(),
+        ))
+        .await
+        .unwrap();
+    let runs: Runs = Arc::default();
+    let worker = Worker::builder(store.clone())
+        .register(recorder(&runs))
+        .start()
+        .unwrap();
+    let first = Scheduler::new(store.clone()).start().unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    first.stop().await;
+    // Five ticks pass with no scheduler.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let second = Scheduler::new(store.clone()).start().unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    second.stop().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(worker.shutdown(Duration::from_secs(1)).await.finished);
+    let runs = runs.lock().unwrap().clone();
+    // One jump: the downtime's ticks collapsed into the one fired on restart.
+    check_ticks(&runs, 200, 1);
+    let ticks: Vec<i64> = runs.keys().copied().collect();
+    let jump = ticks.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+    assert!((1000..=1400).contains(&jump), "{ticks:?}");
+}

@@ -1,0 +1,103 @@
+//! The admin page (SPEC §7, "Admin page"): server-rendered HTML over the
+//! same [`spool_core::Store`] the API uses, compiled into the binary.
+//!
+//! A map:
+//! - one file per page — `overview` (`/`, routed by the API's `GET /`),
+//!   `queue` (`/queues/{queue}`), `task` (`/tasks/{id}`), `schedules` —
+//!   each with its actions: plain HTML forms that POST, make one store call,
+//!   and redirect back (so reloading never repeats an action);
+//! - `layout` is the shell and the headers every page gets, `error` turns
+//!   failures into HTML pages with the API's status codes, `chart` draws
+//!   inline SVG, `text` and `payload` say how values read, `links` builds
+//!   every URL, `assets` serves the CSS and the refresh script;
+//! - `session` signs login cookies and CSRF tokens, `gate` tells the auth
+//!   middleware who a request is, `viewer` gives handlers the viewer and
+//!   checks every action's CSRF token, `login` trades the token for a
+//!   cookie;
+//! - `monitor` counts what goes through this server and samples `stats`
+//!   for the overview's rates and charts.
+//!
+//! Reading works without JavaScript; the only script refreshes the page.
+//! Nothing here keeps state but the samples, and every action is one that
+//! the API also offers.
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+
+use crate::state::AppState;
+
+mod assets;
+mod chart;
+mod error;
+mod gate;
+mod layout;
+mod links;
+mod login;
+mod monitor;
+mod overview;
+mod payload;
+mod queue;
+mod schedules;
+mod session;
+mod task;
+mod text;
+mod viewer;
+
+pub use gate::{admit, Admission};
+pub use monitor::Monitor;
+pub use overview::page as overview;
+pub use session::Principal;
+pub use viewer::Viewer;
+
+/// Every admin route's template, `/` (served through the API's routes)
+/// included; the auth middleware lets a session cookie in on these only.
+pub const ROUTES: &[&str] = &[
+    "/",
+    "/queues/{queue}",
+    "/queues/{queue}/pause",
+    "/queues/{queue}/resume",
+    "/queues/{queue}/retry",
+    "/tasks/{id}",
+    "/tasks/{id}/retry",
+    "/tasks/{id}/delete",
+    "/schedules",
+    "/login",
+    "/logout",
+    "/assets/{file}",
+];
+
+/// The routes anyone may load: the login form and the assets it needs.
+pub const PUBLIC_ROUTES: &[&str] = &["/login", "/assets/{file}"];
+
+/// Largest form body an action accepts: a CSRF token, or a token to log in.
+pub const FORM_LIMIT: usize = 16 * 1024;
+
+/// The admin routes but `/`.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/queues/{queue}", get(queue::page))
+        .route("/queues/{queue}/pause", post(queue::pause))
+        .route("/queues/{queue}/resume", post(queue::resume))
+        .route("/queues/{queue}/retry", post(queue::retry_dead))
+        .route("/tasks/{id}", get(task::page))
+        .route("/tasks/{id}/retry", post(task::retry))
+        .route("/tasks/{id}/delete", post(task::delete))
+        .route("/schedules", get(schedules::page))
+        .route("/login", get(login::form).post(login::submit))
+        .route("/logout", post(login::logout))
+        .route("/assets/{file}", get(assets::serve))
+        .layer(DefaultBodyLimit::max(FORM_LIMIT))
+}
+
+/// Starts sampling for the overview's rates (see [`monitor`]), once per
+/// state; it stops when the state's last clone is dropped.
+pub fn start_monitor(state: &AppState) {
+    if state.monitor().claim_sampler() {
+        monitor::spawn(
+            state.store_weak(),
+            state.monitor_weak(),
+            state.config().store_timeout,
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! `POST /v1/queues/{queue}/tasks`: enqueue one task or an atomic batch.
+//!
+//! The body is one task object or `{"tasks": [...]}` (at most 10,000). The
+//! answer is 201 when at least one task was created, 200 when every item was
+//! a duplicate; per-item results come in request order.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use spool_core::store::MAX_BATCH;
+use spool_core::task::RunAt;
+use spool_core::{Kind, NewTask, Payload, QueueName, StoreError, TaskKey};
+use utoipa::openapi::schema::{OneOfBuilder, Schema};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{ApiPath, JsonBody};
+use crate::metrics::ENQUEUED;
+use crate::state::AppState;
+use crate::wire::{self, PayloadIn};
+
+/// One task to create. `payload` and `payload_base64` are exclusive, as are
+/// `run_at` and `delay_ms`. Without a payload the task carries JSON `null`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnqueueItem<'a> {
+    /// Handler name; defaults to the queue's name.
+    #[schema(value_type = Option<String>)]
+    kind: Option<Kind>,
+    /// Any JSON value, kept exactly.
+    #[serde(default, borrow, deserialize_with = "wire::present_raw")]
+    #[schema(value_type = Option<Value>)]
+    payload: Option<&'a RawValue>,
+    /// Bytes, standard base64 with padding.
+    payload_base64: Option<String>,
+    /// Lower runs first; default 0.
+    #[schema(minimum = -32768, maximum = 32767)]
+    priority: Option<i16>,
+    /// Not claimable before this time (RFC 3339).
+    #[schema(format = DateTime)]
+    run_at: Option<String>,
+    /// Not claimable before this many ms from now.
+    delay_ms: Option<u64>,
+    /// Idempotency key, unique per queue.
+    #[schema(value_type = Option<String>)]
+    key: Option<TaskKey>,
+    /// Defaults to the queue's `max_attempts`.
+    #[schema(minimum = 1)]
+    max_attempts: Option<u32>,
+    /// The task's own lease (time-to-run).
+    #[schema(minimum = 1)]
+    lease_ms: Option<u64>,
+}
+
+/// `{"tasks": [...]}`: an atomic batch of at most 10,000 tasks.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnqueueBatch<'a> {
+    #[serde(borrow)]
+    tasks: Vec<EnqueueItem<'a>>,
+}
+
+/// Finds out which of the two shapes a body is, without parsing it twice
+/// over: only the presence of `tasks` is looked at.
+#[derive(Deserialize)]
+#[serde(rename = "EnqueueRequest")]
+struct Shape<'a> {
+    #[serde(borrow)]
+    tasks: Option<&'a RawValue>,
+}
+
+/// The request body: one task or a batch (documentation only; parsing is
+/// done by [`parse`] so payloads stay raw).
+pub struct EnqueueRequest;
+
+impl PartialSchema for EnqueueRequest {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(Ref::from_schema_name("EnqueueItem"))
+            .item(Ref::from_schema_name("EnqueueBatch"))
+            .into()
+    }
+}
+
+impl ToSchema for EnqueueRequest {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push(("EnqueueItem".into(), EnqueueItem::schema()));
+        schemas.push(("EnqueueBatch".into(), EnqueueBatch::schema()));
+        EnqueueItem::schemas(schemas);
+    }
+}
+
+/// The outcome of one item.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnqueuedJson {
+    pub id: u64,
+    /// True when the key matched a live or recently completed task: nothing
+    /// was created and `id` is that task's.
+    pub duplicate: bool,
+}
+
+/// Per-item outcomes, in request order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnqueueResponse {
+    pub tasks: Vec<EnqueuedJson>,
+}
+
+/// Reads either shape into new tasks, checking every field.
+fn parse(body: &JsonBody) -> Result<Vec<NewTask>, ApiError> {
+    let shape: Shape<'_> = body.parse()?;
+    let items = match shape.tasks {
+        Some(_) => body.parse::<EnqueueBatch<'_>>()?.tasks,
+        None => vec![body.parse::<EnqueueItem<'_>>()?],
+    };
+    if items.len() > MAX_BATCH {
+        return Err(ApiError::bad_request(format!(
+            "a batch holds at most {MAX_BATCH} tasks, got {}",
+            items.len()
+        )));
+    }
+    let many = items.len() > 1;
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            new_task(item).map_err(|e| match e {
+                // Say which item is wrong: a batch is refused whole.
+                StoreError::BadRequest(m) if many => {
+                    ApiError::bad_request(format!("tasks[{i}]: {m}"))
+                }
+                other => ApiError::Store(other),
+            })
+        })
+        .collect()
+}
+
+fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
+    let payload = wire::payload_in(PayloadIn {
+        json: item.payload,
+        base64: item.payload_base64,
+    })?
+    .unwrap_or_else(|| Payload::json(&b"null"[..]));
+    let run_at = match (item.run_at, item.delay_ms) {
+        (Some(_), Some(_)) => {
+            return Err(StoreError::bad_request(
+                "run_at and delay_ms are exclusive: give one",
+            ))
+        }
+        (Some(at), None) => RunAt::At(wire::timestamp("run_at", &at)?),
+        (None, Some(ms)) => RunAt::After(wire::duration_ms("delay_ms", ms)?),
+        (None, None) => RunAt::Now,
+    };
+    if item.max_attempts == Some(0) {
+        return Err(StoreError::bad_request("max_attempts must be at least 1"));
+    }
+    if let Some(ms) = item.lease_ms {
+        wire::non_zero_ms("lease_ms", ms)?;
+    }
+    Ok(NewTask {
+        kind: item.kind,
+        payload,
+        priority: item.priority.unwrap_or(0),
+        run_at,
+        key: item.key,
+        max_attempts: item.max_attempts,
+        lease_ms: item.lease_ms,
+    })
+}
+
+/// Enqueue one task or a batch.
+#[utoipa::path(
+    post,
+    path = "/v1/queues/{queue}/tasks",
+    tag = "tasks",
+    params(("queue" = String, Path, description = "Queue name")),
+    request_body(content = EnqueueRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "At least one task was created", body = EnqueueResponse),
+        (status = 200, description = "Every item was a duplicate", body = EnqueueResponse),
+        (status = 413, description = "A payload exceeds the queue's max_payload", body = ErrorBody),
+    )
+)]
+pub async fn enqueue(
+    State(st): State<AppState>,
+    ApiPath(queue): ApiPath<QueueName>,
+    body: JsonBody,
+) -> Result<(StatusCode, Json<EnqueueResponse>), ApiError> {
+    let tasks = parse(&body)?;
+    if tasks.is_empty() {
+        return Ok((StatusCode::OK, Json(EnqueueResponse { tasks: Vec::new() })));
+    }
+    let outcomes = st.call(st.store().enqueue(&queue, tasks)).await?;
+    let created = outcomes.iter().filter(|o| !o.duplicate).count();
+    if created > 0 {
+        metrics::counter!(ENQUEUED, "queue" => queue.to_string()).increment(created as u64);
+        st.monitor().count_enqueued(created as u64);
+    }
+    let status = if created > 0 {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let tasks = outcomes
+        .into_iter()
+        .map(|o| EnqueuedJson {
+            id: o.id.0,
+            duplicate: o.duplicate,
+        })
+        .collect();
+    Ok((status, Json(EnqueueResponse { tasks })))
+}

@@ -1,0 +1,48 @@
+//! Spool's server: the HTTP/JSON API of SPEC §7 over any [`spool_core::Store`].
+//!
+//! A map of the data path:
+//! - `serve` accepts connections (HTTP/1.1 and HTTP/2, optionally TLS) and
+//!   applies the transport limits (headers, idle time, graceful shutdown);
+//! - [`router()`] joins the middleware (`auth`, `limits`, `observe`) and
+//!   the handlers in `api`; it needs no socket, so tests can drive it;
+//! - `extract` turns requests into typed values and `wire` holds the JSON
+//!   shapes, so every handler sees validated input only;
+//! - [`AppState`] is the store plus the settings every handler shares,
+//!   and the one place that bounds how long a store call may take;
+//! - [`ApiError`] is the one place that turns failures into HTTP
+//!   answers (`{"error": {"code", "message"}}`), hiding internals;
+//! - `admin` is the admin page: server-rendered HTML pages and their
+//!   actions over the same store, with a login for when a token is set.
+//!
+//! Invariants: malformed input is refused before any store call that could
+//! change state, and never yields a 5xx; every API answer that is not a success carries the JSON error body (admin pages answer the same statuses as HTML); no
+//! store call hangs a request for longer than the store timeout (5 s, plus the
+//! long-poll wait for claims).
+//!
+//! This crate is not the `spool` binary: it is wired to a concrete store by
+//! the CLI.
+
+mod admin;
+mod api;
+mod auth;
+mod config;
+mod error;
+mod extract;
+mod limits;
+mod metrics;
+mod observe;
+mod openapi;
+// Timestamps on the wire: one definition, shared with the client.
+use spool_core::rfc3339;
+mod router;
+mod serve;
+mod state;
+mod tls;
+mod wire;
+
+pub use config::{ServerConfig, TlsConfig};
+pub use error::ApiError;
+pub use openapi::openapi;
+pub use router::router;
+pub use serve::{run, ServeError};
+pub use state::AppState;

@@ -1,0 +1,74 @@
+//! The router: every route of [`crate::api`] and of the admin page behind
+//! the middleware stack,
+//! with JSON answers for unknown routes (404) and wrong methods (405).
+//!
+//! Layers, outermost first: observe (logs, metrics) → header limits (431) →
+//! concurrency limit (429) → request timeout (408) → body limits (413) →
+//! auth (401) → handler.
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Method, Uri};
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::{Extension, Router};
+use tokio::sync::Semaphore;
+
+use crate::error::ApiError;
+use crate::limits::{BodyLimit, HeaderLimits};
+use crate::state::AppState;
+use crate::{admin, api, auth, limits, metrics, observe};
+
+/// The whole API as a service, without a socket (tests call it directly).
+pub fn router(state: AppState) -> Router {
+    // Install the recorder before the first request records anything.
+    metrics::handle();
+    let config = state.config().clone();
+    admin::start_monitor(&state);
+    let (routes, _) = api::routes().split_for_parts();
+    routes
+        .merge(admin::routes())
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(from_fn_with_state(state.clone(), auth::require_token))
+        .layer(Extension(BodyLimit(config.max_body)))
+        .layer(DefaultBodyLimit::max(config.max_body))
+        .layer(from_fn_with_state(
+            BodyLimit(config.max_body),
+            limits::declared_body,
+        ))
+        .layer(from_fn_with_state(
+            config.request_timeout,
+            limits::request_timeout,
+        ))
+        .layer(from_fn_with_state(
+            Arc::new(Semaphore::new(config.concurrency_limit)),
+            limits::concurrency,
+        ))
+        .layer(from_fn_with_state(
+            HeaderLimits {
+                count: config.max_headers,
+                bytes: config.max_header_bytes,
+            },
+            limits::headers,
+        ))
+        .layer(from_fn(observe::observe))
+        .with_state(state)
+}
+
+/// Paths echoed in messages are cut, so a hostile 64 KiB path is not
+/// echoed back whole.
+fn shown(uri: &Uri) -> String {
+    uri.path().chars().take(200).collect()
+}
+
+async fn no_route(uri: Uri) -> ApiError {
+    ApiError::NoRoute(shown(&uri))
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::MethodNotAllowed {
+        method: method.to_string(),
+        path: shown(&uri),
+    }
+}

@@ -1,0 +1,140 @@
+//! A task as JSON (SPEC §7.1): every field of §2, timestamps in RFC 3339,
+//! and the lease token only in claim answers.
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use spool_core::{Task, TaskState};
+use utoipa::ToSchema;
+
+use super::payload::payload_out;
+use crate::rfc3339::{self, TimeError};
+
+/// A task's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StateName {
+    Scheduled,
+    Ready,
+    Leased,
+    Dead,
+}
+
+impl From<TaskState> for StateName {
+    fn from(s: TaskState) -> Self {
+        match s {
+            TaskState::Scheduled => StateName::Scheduled,
+            TaskState::Ready => StateName::Ready,
+            TaskState::Leased => StateName::Leased,
+            TaskState::Dead => StateName::Dead,
+        }
+    }
+}
+
+impl From<StateName> for TaskState {
+    fn from(s: StateName) -> Self {
+        match s {
+            StateName::Scheduled => TaskState::Scheduled,
+            StateName::Ready => TaskState::Ready,
+            StateName::Leased => TaskState::Leased,
+            StateName::Dead => TaskState::Dead,
+        }
+    }
+}
+
+/// A task. Exactly one of `payload` and `payload_base64` is present.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskJson {
+    pub id: u64,
+    pub queue: String,
+    pub kind: String,
+    /// The payload, when it was given as JSON: the same value, byte for byte.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Value>)]
+    pub payload: Option<Box<RawValue>>,
+    /// The payload, when it was given as bytes (standard base64, padded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    pub priority: i16,
+    /// RFC 3339, UTC, milliseconds.
+    #[schema(format = DateTime, example = "2026-11-21T23:59:00.123Z")]
+    pub run_at: String,
+    pub key: Option<String>,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub lease_ms: Option<u64>,
+    pub state: StateName,
+    pub lease: Option<LeaseJson>,
+    pub errors: Vec<ErrorJson>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+}
+
+/// The lease of a leased task.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaseJson {
+    pub owner: String,
+    /// Only in claim answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    #[schema(format = DateTime)]
+    pub expires_at: String,
+}
+
+/// One recorded failure.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorJson {
+    pub attempt: u32,
+    #[schema(format = DateTime)]
+    pub at: String,
+    pub message: String,
+}
+
+/// `{"tasks": [...]}`: a claim's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TasksJson {
+    pub tasks: Vec<TaskJson>,
+}
+
+/// The JSON of `task`; `with_token` only for the claimer.
+pub fn task_json(task: &Task, with_token: bool) -> Result<TaskJson, TimeError> {
+    let (payload, payload_base64) = payload_out(&task.payload);
+    let lease = match &task.lease {
+        Some(l) => Some(LeaseJson {
+            owner: l.owner.clone(),
+            token: with_token.then(|| l.token.to_string()),
+            expires_at: rfc3339::format(l.expires_at)?,
+        }),
+        None => None,
+    };
+    let errors = task
+        .errors
+        .iter()
+        .map(|e| {
+            Ok(ErrorJson {
+                attempt: e.attempt,
+                at: rfc3339::format(e.at)?,
+                message: e.message.clone(),
+            })
+        })
+        .collect::<Result<_, TimeError>>()?;
+    Ok(TaskJson {
+        id: task.id.0,
+        queue: task.queue.to_string(),
+        kind: task.kind.to_string(),
+        payload,
+        payload_base64,
+        priority: task.priority,
+        run_at: rfc3339::format(task.run_at)?,
+        key: task.key.as_ref().map(|k| k.to_string()),
+        attempt: task.attempt,
+        max_attempts: task.max_attempts,
+        lease_ms: task.lease_ms,
+        state: task.state.into(),
+        lease,
+        errors,
+        created_at: rfc3339::format(task.created_at)?,
+        updated_at: rfc3339::format(task.updated_at)?,
+    })
+}

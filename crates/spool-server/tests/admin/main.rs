@@ -1,0 +1,16 @@
+//! Black-box tests of the admin page: a real server on port 0 in front of
+//! the real engine in a temporary directory, driven over HTTP like a
+//! browser without JavaScript would (forms, cookies, redirects by hand).
+//!
+//! State is set up through the store directly, so each test says exactly
+//! what it starts from; what the pages show and what their actions do is
+//! checked over HTTP only.
+
+// Test code: a panic is how a test reports a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod actions;
+mod auth;
+mod hostile;
+mod pages;
+mod support;

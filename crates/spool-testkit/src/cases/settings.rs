@@ -1,0 +1,106 @@
+//! Queue settings (SPEC §4): put and get, validation, unknown queues, and
+//! changes that keep every task.
+
+use std::time::Duration;
+
+use spool_core::{ListRequest, QueueSettings, StoreError, TaskState};
+
+use crate::arrange::*;
+use crate::check::*;
+use crate::fixture::Fixture;
+
+fn custom() -> QueueSettings {
+    QueueSettings {
+        lease: Duration::from_millis(12_345),
+        max_attempts: 9,
+        backoff_base: Duration::from_millis(250),
+        backoff_max: Duration::from_secs(7),
+        dedup_window: Duration::from_secs(61),
+        max_payload: 4096,
+        paused: true,
+    }
+}
+
+/// put_queue answers the settings it stored; get_queue gives them back; a
+/// second put replaces them.
+pub async fn queue_settings_round_trip(fx: Fixture) {
+    let q = queue_name("configured");
+    let put = fx.store.put_queue(&q, custom()).await.unwrap();
+    assert_eq!(put, custom());
+    assert_eq!(fx.store.get_queue(&q).await.unwrap(), custom());
+
+    let replaced = QueueSettings {
+        max_payload: 64 * 1024 * 1024,
+        ..QueueSettings::default()
+    };
+    fx.store.put_queue(&q, replaced.clone()).await.unwrap();
+    assert_eq!(fx.store.get_queue(&q).await.unwrap(), replaced);
+}
+
+/// Incoherent settings are bad_request and change nothing, neither an
+/// existing queue nor a new one.
+pub async fn invalid_queue_settings_are_refused(fx: Fixture) {
+    let q = make_queue(&fx, "strict", custom()).await;
+    let fresh = queue_name("never-made");
+    let invalid = [
+        QueueSettings {
+            lease: Duration::ZERO,
+            ..custom()
+        },
+        QueueSettings {
+            max_attempts: 0,
+            ..custom()
+        },
+        QueueSettings {
+            backoff_base: Duration::from_secs(8),
+            ..custom()
+        },
+        QueueSettings {
+            max_payload: 64 * 1024 * 1024 + 1,
+            ..custom()
+        },
+    ];
+    for bad in invalid {
+        expect_code(fx.store.put_queue(&q, bad.clone()).await, "bad_request");
+        expect_code(fx.store.put_queue(&fresh, bad).await, "bad_request");
+    }
+    assert_eq!(fx.store.get_queue(&q).await.unwrap(), custom());
+    expect_code(fx.store.get_queue(&fresh).await, "not_found");
+}
+
+/// A queue nobody made is QueueNotFound, code not_found, and cannot be
+/// paused or resumed into existence.
+pub async fn unknown_queue_is_not_found(fx: Fixture) {
+    let q = queue_name("ghost");
+    let err = expect_code(fx.store.get_queue(&q).await, "not_found");
+    assert_eq!(err, StoreError::QueueNotFound(q.clone()));
+    expect_code(fx.store.set_paused(&q, true).await, "not_found");
+    expect_code(fx.store.set_paused(&q, false).await, "not_found");
+    expect_code(fx.store.get_queue(&q).await, "not_found");
+}
+
+/// Changing a queue's settings keeps every task in the state it was in.
+pub async fn changing_settings_keeps_tasks(fx: Fixture) {
+    let q = make_queue(&fx, "reconfigured", quick()).await;
+    let dead = dead_task(&fx, &q, job("dead")).await;
+    let ready = enqueue_n(&fx, &q, 3).await;
+    let later = job("scheduled").delay(Duration::from_secs(3600));
+    let scheduled = enqueue(&fx, &q, later).await;
+    let before = list_all(&fx, ListRequest::new(q.clone())).await;
+
+    let changed = QueueSettings {
+        lease: Duration::from_secs(10),
+        max_attempts: 3,
+        dedup_window: Duration::from_secs(1),
+        max_payload: 1024,
+        ..quick()
+    };
+    fx.store.put_queue(&q, changed).await.unwrap();
+    let after = list_all(&fx, ListRequest::new(q.clone())).await;
+    let states =
+        |ts: &[spool_core::Task]| -> Vec<_> { ts.iter().map(|t| (t.id, t.state)).collect() };
+    assert_eq!(states(&after), states(&before));
+    assert_eq!(get(&fx, dead).await.state, TaskState::Dead);
+    assert_eq!(get(&fx, scheduled).await.state, TaskState::Scheduled);
+    assert_eq!(ids(&claim(&fx, &q, WORKER, 10).await), ready);
+}

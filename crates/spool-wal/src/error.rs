@@ -1,0 +1,115 @@
+//! The log's errors, each with a stable machine-readable [`WalError::code`].
+//!
+//! Codes are API (the server and `spool check` print them), so they never
+//! change; messages may.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong in the log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WalError {
+    /// A file-system call failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        /// The operation, e.g. `"fdatasync"`.
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Another process (or another `Wal` in this one) holds the data directory.
+    #[error("data directory is locked by another process ({})", path.display())]
+    Locked { path: PathBuf },
+    /// Acknowledged data is damaged: bytes that were synced no longer decode.
+    #[error("corrupt data in {} at byte {offset}: {reason}", file.display())]
+    Corrupt {
+        file: PathBuf,
+        offset: u64,
+        reason: String,
+    },
+    /// An earlier write or sync failed; the log accepts nothing more.
+    #[error("the log stopped after a failed write or sync and accepts no more writes")]
+    Poisoned,
+    /// `META` is missing where it must exist, or unreadable.
+    #[error("bad META file {}: {reason}", path.display())]
+    BadMeta { path: PathBuf, reason: String },
+    /// The replay callback refused a record.
+    #[error("replay stopped: applying a record failed: {0}")]
+    Apply(String),
+    /// A batch does not continue the log's LSN sequence.
+    #[error("batch starts at lsn {found}, but the log's next lsn is {expected}")]
+    OutOfOrder { expected: u64, found: u64 },
+    /// A record or snapshot chunk is over its size limit.
+    #[error("{what} of {len} bytes is over the {max}-byte limit")]
+    TooLarge {
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
+    /// The log does not hold the records a replay asked for.
+    #[error("cannot replay from lsn {from_lsn}: {reason}")]
+    Gap { from_lsn: u64, reason: String },
+    /// The operation writes, but the log was opened read-only.
+    #[error("the log was opened read-only")]
+    ReadOnly,
+    /// The WAL thread died (it panicked); nothing more can be written.
+    #[error("the WAL thread is gone")]
+    WriterGone,
+}
+
+impl WalError {
+    /// The stable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            WalError::Io { .. } => "io",
+            WalError::Locked { .. } => "locked",
+            WalError::Corrupt { .. } => "corrupt",
+            WalError::Poisoned => "poisoned",
+            WalError::BadMeta { .. } => "bad_meta",
+            WalError::Apply(_) => "apply",
+            WalError::OutOfOrder { .. } => "out_of_order",
+            WalError::TooLarge { .. } => "too_large",
+            WalError::Gap { .. } => "gap",
+            WalError::ReadOnly => "read_only",
+            WalError::WriterGone => "writer_gone",
+        }
+    }
+
+    pub(crate) fn corrupt(file: &Path, offset: u64, reason: impl Into<String>) -> WalError {
+        WalError::Corrupt {
+            file: file.to_path_buf(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// `map_err` adapter naming the failed operation and its file.
+pub(crate) fn io_err<'a>(
+    op: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> WalError + 'a {
+    move |source| WalError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_stable() {
+        assert_eq!(WalError::Poisoned.code(), "poisoned");
+        assert_eq!(WalError::corrupt(Path::new("x"), 3, "r").code(), "corrupt");
+        assert_eq!(WalError::Apply("x".into()).code(), "apply");
+        assert_eq!(
+            io_err("write", Path::new("f"))(io::Error::other("boom")).code(),
+            "io"
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! [`WalWriter`]: the handle to the WAL thread (a `std::thread`, so a
+//! blocking `fdatasync` never sits on an async runtime's worker).
+//!
+//! Callbacks (`done`) run on the WAL thread, in submission order, after the
+//! outcome is final: keep them short and non-blocking (send on a channel,
+//! wake a task) — the next batch waits for them — and never panicking: a
+//! panic there stops the WAL thread, after which submissions fail with
+//! `WalError::WriterGone`.
+
+mod byte_index;
+pub(crate) mod segment;
+mod thread;
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, PoisonError};
+use std::thread::JoinHandle;
+
+use tracing::warn;
+
+use crate::batch::BatchBuffer;
+use crate::error::WalError;
+use crate::fs::FsLock;
+use crate::snapshot::PendingSnapshot;
+
+pub(crate) use byte_index::ByteIndex;
+use thread::Command;
+pub(crate) use thread::{Shared, WalThread};
+
+/// Reports a batch's or checkpoint's final outcome.
+pub type Done = Box<dyn FnOnce(Result<(), WalError>) + Send>;
+
+/// Handle to the WAL thread. Dropping it stops the thread like
+/// [`WalWriter::shutdown`], discarding the result.
+#[derive(Debug)]
+pub struct WalWriter {
+    commands: Option<Sender<Command>>,
+    thread: Option<JoinHandle<Result<(), WalError>>>,
+    shared: Arc<Shared>,
+    /// The data directory's lock, released after the thread has stopped.
+    _lock: Box<dyn FsLock>,
+}
+
+impl WalWriter {
+    pub(crate) fn spawn(state: WalThread, lock: Box<dyn FsLock>) -> Result<WalWriter, WalError> {
+        let shared = Arc::clone(&state.shared);
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("spool-wal".into())
+            .spawn(move || state.run(rx))
+            .map_err(|source| WalError::Io {
+                op: "spawn WAL thread",
+                path: Default::default(),
+                source,
+            })?;
+        Ok(WalWriter {
+            commands: Some(tx),
+            thread: Some(thread),
+            shared,
+            _lock: lock,
+        })
+    }
+
+    /// Queues `batch`. The WAL thread writes it, fdatasyncs, and then calls
+    /// `done(Ok(()))`; on failure `done(Err)` for it and every later batch.
+    /// Batches must continue the log: `batch.first_lsn()` = the previous
+    /// batch's `last_lsn() + 1` (else `WalError::OutOfOrder`, nothing written).
+    pub fn submit(&self, batch: BatchBuffer, done: Done) {
+        self.send(Command::Batch(batch, done));
+    }
+
+    /// Publishes a finished checkpoint once every batch submitted before it
+    /// is durable, then deletes checkpoints older than the previous one and
+    /// segments wholly below the previous one's start lsn.
+    pub fn submit_snapshot(&self, snap: PendingSnapshot, done: Done) {
+        self.send(Command::Snapshot(snap, done));
+    }
+
+    /// A cleared buffer from a completed batch, for [`BatchBuffer::with_buffer`].
+    pub fn recycled_buffer(&self) -> Option<Vec<u8>> {
+        self.shared
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()
+    }
+
+    /// Whether a write or sync failed; if so nothing more will be written.
+    pub fn is_poisoned(&self) -> bool {
+        self.shared.poisoned.load(Ordering::Acquire)
+    }
+
+    /// Bytes of log written since the newest checkpoint's start lsn (to
+    /// within 64 KiB, never less than the truth).
+    pub fn bytes_since_snapshot(&self) -> u64 {
+        self.shared.bytes_since_snapshot.load(Ordering::Relaxed)
+    }
+
+    /// Lets the thread finish what was submitted, stops it and releases the
+    /// directory lock. `Err(Poisoned)` if a write or sync had failed.
+    pub fn shutdown(mut self) -> Result<(), WalError> {
+        self.stop()
+    }
+
+    fn send(&self, command: Command) {
+        let Some(commands) = &self.commands else {
+            return;
+        };
+        // Fails only if the thread died; then the caller hears it here.
+        if let Err(mpsc::SendError(command)) = commands.send(command) {
+            match command {
+                Command::Batch(_, done) | Command::Snapshot(_, done) => {
+                    done(Err(WalError::WriterGone))
+                }
+            }
+        }
+    }
+
+    fn stop(&mut self) -> Result<(), WalError> {
+        drop(self.commands.take());
+        match self.thread.take() {
+            Some(thread) => thread.join().unwrap_or(Err(WalError::WriterGone)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for WalWriter {
+    fn drop(&mut self) {
+        match self.stop() {
+            Ok(()) | Err(WalError::Poisoned) => {}
+            Err(e) => warn!(error = %e, "the WAL thread stopped with an error"),
+        }
+    }
+}
