@@ -16,7 +16,7 @@ use anyhow::Context;
 use clap::Args;
 use spool_core::Store;
 use spool_engine::{Engine, EngineConfig};
-use spool_postgres::{PgConfig, PgStore};
+use spool_postgres::{ClaimStrategy, PgConfig, PgStore};
 use spool_runtime::Scheduler;
 use spool_server::{AppState, ServerConfig, TlsConfig};
 
@@ -24,9 +24,9 @@ use spool_server::{AppState, ServerConfig, TlsConfig};
 pub(crate) const ABOUT: &str = "\
 Serves the HTTP/JSON API (under /v1), the admin page (/), Prometheus metrics
 (/metrics) and a health check (/healthz) over the embedded engine in DIR, or
-over PostgreSQL with --postgres URL (everything in schema `spool` of that
-database, created and migrated on start). Several servers on one PostgreSQL
-database are one service. The server also fires the schedules it keeps.
+over PostgreSQL with --postgres URL (everything in one schema of that
+database, `spool` unless --pg-schema says otherwise, created and migrated on
+start). Several servers on one PostgreSQL schema are one service. The server also fires the schedules it keeps.
 
 Security: by default the server listens on 127.0.0.1 only. Listening on any
 other address requires a token (--token or SPOOL_TOKEN; clients send it as
@@ -36,6 +36,13 @@ once set, is required on every address; only /healthz stays open. With
 
 Ctrl-C or SIGTERM stops it gracefully: requests in progress may finish, then
 the embedded engine's log is flushed and its data directory released.";
+
+/// `--pg-claim`: the PostgreSQL store's claim strategies, by CLI name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum PgClaim {
+    SkipLocked,
+    GlobalLock,
+}
 
 /// Options of `spool serve` (see [`ABOUT`]).
 #[derive(Debug, Clone, Args)]
@@ -57,6 +64,22 @@ pub(crate) struct ServeArgs {
         hide_env_values = true
     )]
     pub postgres: Option<String>,
+
+    /// PostgreSQL schema holding Spool's tables; every node of one service
+    /// uses the same one.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "spool",
+        env = "SPOOL_PG_SCHEMA"
+    )]
+    pub pg_schema: String,
+
+    /// How nodes share a queue's claims on PostgreSQL: every claimer at once
+    /// passing over locked rows (skip-locked), or one claimer at a time in
+    /// large batches (global-lock).
+    #[arg(long, value_enum, value_name = "STRATEGY", default_value_t = PgClaim::SkipLocked)]
+    pub pg_claim: PgClaim,
 
     /// Address and port to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7700")]
@@ -140,7 +163,12 @@ fn open_store(
 ) -> anyhow::Result<Arc<dyn Store>> {
     if let Some(url) = &args.postgres {
         let config = PgConfig {
+            schema: args.pg_schema.clone(),
             strict_queues: args.strict_queues,
+            claim: match args.pg_claim {
+                PgClaim::SkipLocked => ClaimStrategy::SkipLocked,
+                PgClaim::GlobalLock => ClaimStrategy::GlobalLock,
+            },
             ..PgConfig::default()
         };
         let store = runtime

@@ -8,6 +8,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+// Not every test binary that compiles this module returns it.
+#[allow(dead_code)]
 pub type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 #[derive(Debug)]
@@ -20,27 +22,47 @@ pub struct TestServer {
 impl TestServer {
     /// Starts `spool serve` on `data` (created if missing) and waits until
     /// it listens.
+    // Each test binary compiles this module; the PostgreSQL one never
+    // starts an embedded server.
+    #[allow(dead_code)]
     pub fn start(data: &Path) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let data = data.to_str().ok_or("data path is not UTF-8")?;
+        Self::start_with(&["--data", data])
+    }
+
+    /// Starts `spool serve` with `store_args` choosing its store (e.g.
+    /// `--postgres URL --pg-schema S`) and waits until it listens. When it
+    /// exits first, the error carries what it logged.
+    pub fn start_with(
+        store_args: &[&str],
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-            .arg(data)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(store_args)
             .stderr(Stdio::piped())
             .spawn()?;
         let stderr = child.stderr.take().ok_or("no stderr")?;
         let mut lines = BufReader::new(stderr).lines();
+        let mut log = Vec::new();
         // Port 0: the server logs the address the OS gave it.
         let addr = loop {
             let Some(line) = lines.next() else {
                 let status = child.wait()?;
-                return Err(format!("spool serve exited before listening: {status}").into());
+                return Err(format!(
+                    "spool serve exited before listening: {status}; it logged:\n{}",
+                    log.join("\n")
+                )
+                .into());
             };
-            if let Some(rest) = line?.split("listening on http://").nth(1) {
+            let line = line?;
+            if let Some(rest) = line.split("listening on http://").nth(1) {
                 break rest
                     .split_whitespace()
                     .next()
                     .ok_or("no address")?
                     .to_string();
             }
+            log.push(line);
         };
         // Keep draining the log: a full pipe would block the server.
         std::thread::spawn(move || lines.for_each(drop));
