@@ -9,7 +9,7 @@
 //! without one to the login form (`crate::admin::admit`). Every request
 //! that gets through carries its `Principal` for the admin page.
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
@@ -22,12 +22,9 @@ use crate::state::AppState;
 /// The one path that answers without a token: liveness probes carry none.
 pub const OPEN_PATH: &str = "/healthz";
 
-/// Middleware: refuses requests without the configured bearer token.
-pub async fn require_token(
-    State(state): State<AppState>,
-    mut req: Request,
-    next: Next,
-) -> Response {
+/// Runs `next` unless the request lacks the configured bearer token (or
+/// an admin session); called by [`crate::limits::gate`].
+pub async fn require_token(state: &AppState, mut req: Request, next: Next) -> Response {
     let Some(expected) = state.config().token.as_deref() else {
         req.extensions_mut().insert(Principal::Open);
         return next.run(req).await;

@@ -6,7 +6,7 @@
 //! Hyper reads the request head before any of this runs; [`crate::serve`]
 //! gives it limits well above the configured ones, as a backstop (hyper's own
 //! 431 has no JSON body), so an ordinary oversized head gets the API's error
-//! shape from [`headers`].
+//! shape from [`gate`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,26 +17,27 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
 
-use crate::auth::OPEN_PATH;
+use crate::auth::{self, OPEN_PATH};
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// The body limit in force, so a 413 can say what it is.
 #[derive(Clone, Copy, Debug)]
 pub struct BodyLimit(pub usize);
 
-/// Middleware: refuses a body whose declared length is over the limit
-/// before reading any of it. Bodies without a length (chunked) are cut off
-/// while being read, by axum's `DefaultBodyLimit`.
-pub async fn declared_body(State(limit): State<BodyLimit>, req: Request, next: Next) -> Response {
+/// Refuses a body whose declared length is over the limit before reading
+/// any of it. Bodies without a length (chunked) are cut off while being
+/// read, by axum's `DefaultBodyLimit`.
+fn check_declared_body(limit: BodyLimit, req: &Request) -> Result<(), ApiError> {
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit.0 as u64) {
-        return ApiError::BodyTooLarge(limit.0).into_response();
+        return Err(ApiError::BodyTooLarge(limit.0));
     }
-    next.run(req).await
+    Ok(())
 }
 
 /// The configured header limits: most fields, most bytes.
@@ -46,8 +47,8 @@ pub struct HeaderLimits {
     pub bytes: usize,
 }
 
-/// Middleware: refuses a request head with too many or too large fields.
-pub async fn headers(State(limit): State<HeaderLimits>, req: Request, next: Next) -> Response {
+/// Refuses a request head with too many or too large fields.
+fn check_headers(limit: HeaderLimits, req: &Request) -> Result<(), ApiError> {
     let h = req.headers();
     let bytes: usize = h
         .iter()
@@ -55,37 +56,53 @@ pub async fn headers(State(limit): State<HeaderLimits>, req: Request, next: Next
         .sum::<usize>()
         + req.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if h.len() > limit.count || bytes > limit.bytes {
-        return ApiError::HeadersTooLarge {
+        return Err(ApiError::HeadersTooLarge {
             count: h.len(),
             bytes,
+        });
+    }
+    Ok(())
+}
+
+/// Every per-request limit and the auth check, applied by one middleware:
+/// each axum middleware layer costs a boxed future and a service clone per
+/// request, which showed in the profile of single-task enqueues.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    pub headers: HeaderLimits,
+    pub body: BodyLimit,
+    /// Bounds a request end to end, body upload included, so a slow client
+    /// cannot hold a slot forever (408).
+    pub timeout: Duration,
+    /// Requests in progress at most; more are answered 429 at once instead
+    /// of queueing (a queue in front of a full server only adds latency).
+    pub slots: Arc<Semaphore>,
+    pub state: AppState,
+}
+
+/// Middleware, in this order: header limits (431), concurrency (429; not
+/// for `/healthz`, so probes see a live server), request timeout (408),
+/// declared body size (413), auth (401).
+pub async fn gate(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
+    if let Err(e) = check_headers(gate.headers, &req) {
+        return e.into_response();
+    }
+    let _permit = if req.uri().path() == OPEN_PATH {
+        None
+    } else {
+        match gate.slots.try_acquire() {
+            Ok(permit) => Some(permit),
+            Err(_) => return ApiError::Overloaded.into_response(),
         }
-        .into_response();
-    }
-    next.run(req).await
-}
-
-/// Middleware: answers 429 at once when `limit` requests are already in
-/// progress, instead of queueing them (a queue in front of a full server
-/// only adds latency). `/healthz` is exempt so probes see a live server.
-pub async fn concurrency(
-    State(slots): State<Arc<Semaphore>>,
-    req: Request,
-    next: Next,
-) -> Response {
-    if req.uri().path() == OPEN_PATH {
-        return next.run(req).await;
-    }
-    match slots.try_acquire() {
-        Ok(_permit) => next.run(req).await,
-        Err(_) => ApiError::Overloaded.into_response(),
-    }
-}
-
-/// Middleware: bounds a request end to end, body upload included, so a slow
-/// client cannot hold a slot forever.
-pub async fn request_timeout(State(limit): State<Duration>, req: Request, next: Next) -> Response {
-    match tokio::time::timeout(limit, next.run(req)).await {
+    };
+    let admitted = async {
+        if let Err(e) = check_declared_body(gate.body, &req) {
+            return e.into_response();
+        }
+        auth::require_token(&gate.state, req, next).await
+    };
+    match tokio::time::timeout(gate.timeout, admitted).await {
         Ok(res) => res,
-        Err(_) => ApiError::RequestTimeout(limit).into_response(),
+        Err(_) => ApiError::RequestTimeout(gate.timeout).into_response(),
     }
 }

@@ -2,9 +2,10 @@
 //! the middleware stack,
 //! with JSON answers for unknown routes (404) and wrong methods (405).
 //!
-//! Layers, outermost first: observe (logs, metrics) → header limits (431) →
-//! concurrency limit (429) → request timeout (408) → body limits (413) →
-//! auth (401) → handler.
+//! Layers, outermost first: observe (logs, metrics) → the gate (header
+//! limits 431, concurrency 429, request timeout 408, declared body 413,
+//! auth 401; [`crate::limits::gate`]) → body limit while reading (413) →
+//! handler.
 
 use std::sync::Arc;
 
@@ -15,9 +16,9 @@ use axum::{Extension, Router};
 use tokio::sync::Semaphore;
 
 use crate::error::ApiError;
-use crate::limits::{BodyLimit, HeaderLimits};
+use crate::limits::{BodyLimit, Gate, HeaderLimits};
 use crate::state::AppState;
-use crate::{admin, api, auth, limits, metrics, observe};
+use crate::{admin, api, limits, metrics, observe};
 
 /// The whole API as a service, without a socket (tests call it directly).
 pub fn router(state: AppState) -> Router {
@@ -30,27 +31,20 @@ pub fn router(state: AppState) -> Router {
         .merge(admin::routes())
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(from_fn_with_state(state.clone(), auth::require_token))
         .layer(Extension(BodyLimit(config.max_body)))
         .layer(DefaultBodyLimit::max(config.max_body))
         .layer(from_fn_with_state(
-            BodyLimit(config.max_body),
-            limits::declared_body,
-        ))
-        .layer(from_fn_with_state(
-            config.request_timeout,
-            limits::request_timeout,
-        ))
-        .layer(from_fn_with_state(
-            Arc::new(Semaphore::new(config.concurrency_limit)),
-            limits::concurrency,
-        ))
-        .layer(from_fn_with_state(
-            HeaderLimits {
-                count: config.max_headers,
-                bytes: config.max_header_bytes,
-            },
-            limits::headers,
+            Arc::new(Gate {
+                headers: HeaderLimits {
+                    count: config.max_headers,
+                    bytes: config.max_header_bytes,
+                },
+                body: BodyLimit(config.max_body),
+                timeout: config.request_timeout,
+                slots: Arc::new(Semaphore::new(config.concurrency_limit)),
+                state: state.clone(),
+            }),
+            limits::gate,
         ))
         .layer(from_fn(observe::observe))
         .with_state(state)

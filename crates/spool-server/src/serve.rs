@@ -134,7 +134,7 @@ async fn handshake(
 }
 
 /// Hyper's limits on the request head: a backstop at several times the
-/// configured limits, which [`crate::limits::headers`] enforces with a JSON
+/// configured limits, which [`crate::limits::gate`] enforces with a JSON
 /// answer.
 const BACKSTOP: usize = 4;
 

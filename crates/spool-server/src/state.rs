@@ -17,14 +17,16 @@ use crate::admin::Monitor;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 
-/// The router's state: cheap to clone.
+/// The router's state: one `Arc`, cloned by every request's extractors.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+struct Shared {
     store: Arc<dyn Store>,
-    config: Arc<ServerConfig>,
+    config: ServerConfig,
     /// Set when the latest store call failed with `unavailable` or timed out;
     /// cleared by the next call that succeeds.
-    store_down: Arc<AtomicBool>,
+    store_down: AtomicBool,
     /// What the admin page's rates are made of.
     monitor: Arc<Monitor>,
 }
@@ -32,7 +34,7 @@ pub struct AppState {
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
-            .field("config", &self.config)
+            .field("config", &self.0.config)
             .finish_non_exhaustive()
     }
 }
@@ -40,40 +42,44 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// A state with the default [`ServerConfig`].
     pub fn new(store: Arc<dyn Store>) -> Self {
-        AppState {
+        AppState(Arc::new(Shared {
             store,
-            config: Arc::new(ServerConfig::default()),
-            store_down: Arc::new(AtomicBool::new(false)),
+            config: ServerConfig::default(),
+            store_down: AtomicBool::new(false),
             monitor: Arc::new(Monitor::default()),
-        }
+        }))
     }
 
     /// The same store with these settings.
-    pub fn with_config(mut self, config: &ServerConfig) -> Self {
-        self.config = Arc::new(config.clone());
-        self
+    pub fn with_config(self, config: &ServerConfig) -> Self {
+        AppState(Arc::new(Shared {
+            store: self.0.store.clone(),
+            config: config.clone(),
+            store_down: AtomicBool::new(self.store_seems_down()),
+            monitor: self.0.monitor.clone(),
+        }))
     }
 
     pub fn config(&self) -> &ServerConfig {
-        &self.config
+        &self.0.config
     }
 
     pub fn store(&self) -> &dyn Store {
-        self.store.as_ref()
+        self.0.store.as_ref()
     }
 
     /// The store, for a background task that must not keep it open.
     pub(crate) fn store_weak(&self) -> Weak<dyn Store> {
-        Arc::downgrade(&self.store)
+        Arc::downgrade(&self.0.store)
     }
 
     /// Counters and samples of the admin page.
     pub(crate) fn monitor(&self) -> &Monitor {
-        &self.monitor
+        &self.0.monitor
     }
 
     pub(crate) fn monitor_weak(&self) -> Weak<Monitor> {
-        Arc::downgrade(&self.monitor)
+        Arc::downgrade(&self.0.monitor)
     }
 
     /// Runs a store call under the store timeout.
@@ -91,20 +97,25 @@ impl AppState {
         extra: Duration,
         fut: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, ApiError> {
-        let limit = self.config.store_timeout.saturating_add(extra);
+        let limit = self.0.config.store_timeout.saturating_add(extra);
+        let down = &self.0.store_down;
         match tokio::time::timeout(limit, fut).await {
             Ok(Ok(v)) => {
-                self.store_down.store(false, Ordering::Relaxed);
+                // Read first: a write from every request on every thread
+                // would bounce the flag's cache line between cores.
+                if down.load(Ordering::Relaxed) {
+                    down.store(false, Ordering::Relaxed);
+                }
                 Ok(v)
             }
             Ok(Err(e)) => {
                 if matches!(e, StoreError::Unavailable(_)) {
-                    self.store_down.store(true, Ordering::Relaxed);
+                    down.store(true, Ordering::Relaxed);
                 }
                 Err(ApiError::Store(e))
             }
             Err(_) => {
-                self.store_down.store(true, Ordering::Relaxed);
+                down.store(true, Ordering::Relaxed);
                 Err(ApiError::StoreTimeout(limit))
             }
         }
@@ -112,6 +123,6 @@ impl AppState {
 
     /// Whether the latest store call found the store down.
     pub fn store_seems_down(&self) -> bool {
-        self.store_down.load(Ordering::Relaxed)
+        self.0.store_down.load(Ordering::Relaxed)
     }
 }
