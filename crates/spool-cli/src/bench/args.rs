@@ -14,7 +14,9 @@ the exact parameters and notes on the machine.
 The store is the embedded engine, in this process, with its real durable
 settings: every acknowledged call waited for fdatasync of the log. By default
 it lives in a fresh temporary directory, deleted afterwards; --data DIR keeps
-it (each run uses queues of its own there).
+it (each run uses queues of its own there). --url URL measures a running
+server over HTTP instead, and --postgres URL the PostgreSQL store in this
+process.
 
 Workloads (--workload; `all` runs them in this order):
 
@@ -54,6 +56,15 @@ pub(crate) struct BenchArgs {
     /// engine (token from SPOOL_TOKEN).
     #[arg(long, value_name = "URL", conflicts_with = "data")]
     pub url: Option<String>,
+
+    /// Benchmark the PostgreSQL store at this URL, in this process, instead
+    /// of the embedded engine (e.g. postgres://postgres@127.0.0.1/test).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["url", "data"])]
+    pub postgres: Option<String>,
+
+    /// Schema of the PostgreSQL store under --postgres (created if missing).
+    #[arg(long, value_name = "NAME", default_value = "spool_bench")]
+    pub pg_schema: String,
 
     /// Data directory of the embedded engine, created if missing and kept
     /// afterwards. Without it, a temporary directory is used and deleted.

@@ -43,7 +43,8 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         .duration_since(UNIX_EPOCH)
         .context("the system clock is before 1970")?;
     let machine = machine::describe();
-    let target = target::open(&args)?;
+    let runtime = crate::runtime::build()?;
+    let target = target::open(&args, &runtime)?;
     let ctx = Context {
         store: target.store.clone(),
         nproc: machine.nproc,
@@ -51,7 +52,6 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         run_id: started.as_millis().to_string(),
         args,
     };
-    let runtime = crate::runtime::build()?;
     let results = runtime.block_on(run_workloads(&ctx))?;
     drop(runtime);
     let report = Report {

@@ -1,6 +1,6 @@
-//! The store a benchmark runs against, built in one place so that other
-//! stores (a server by URL, PostgreSQL) slot in here without touching the
-//! workloads, which see only `Arc<dyn Store>`.
+//! The store a benchmark runs against — the embedded engine, a server by
+//! URL, or PostgreSQL — built in one place; the workloads see only
+//! `Arc<dyn Store>`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use anyhow::Context;
 use spool_client::RemoteStore;
 use spool_core::Store;
 use spool_engine::{Engine, EngineConfig};
+use spool_postgres::{PgConfig, PgStore};
 use tempfile::TempDir;
 
 use super::args::BenchArgs;
@@ -23,8 +24,26 @@ pub(crate) struct Target {
     _temp: Option<TempDir>,
 }
 
-/// Opens the store `args` point at.
-pub(crate) fn open(args: &BenchArgs) -> anyhow::Result<Target> {
+/// Opens the store `args` point at; `runtime` runs what the store needs
+/// to connect.
+pub(crate) fn open(args: &BenchArgs, runtime: &tokio::runtime::Runtime) -> anyhow::Result<Target> {
+    if let Some(url) = &args.postgres {
+        let config = PgConfig {
+            schema: args.pg_schema.clone(),
+            ..PgConfig::default()
+        };
+        let store = runtime
+            .block_on(PgStore::connect(url, config))
+            .context("cannot open the PostgreSQL store")?;
+        return Ok(Target {
+            store: Arc::new(store),
+            description: format!(
+                "PostgreSQL store, in-process, schema {}, SKIP LOCKED claims",
+                args.pg_schema
+            ),
+            _temp: None,
+        });
+    }
     if let Some(url) = &args.url {
         let mut builder = RemoteStore::builder(url.clone());
         if let Ok(token) = std::env::var("SPOOL_TOKEN") {
