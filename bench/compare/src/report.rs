@@ -1,0 +1,176 @@
+//! The markdown tables of a run: every figure, and the ratio of Spool to
+//! each peer, Spool's server against the brokers and Spool's PostgreSQL
+//! store against the other PostgreSQL queues (like against like).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::figure::{workload, Figure};
+
+/// Peers that keep their tasks in PostgreSQL: compared with Spool's
+/// PostgreSQL store. Every other peer is compared with Spool's server.
+const PG_PEERS: &[&str] = &["pg-skip-locked", "graphile-worker", "apalis-postgres"];
+
+pub fn markdown(figures: &[Figure]) -> String {
+    let systems = ordered(figures.iter().map(|f| f.system.as_str()));
+    let rows = ordered(figures.iter().map(row_key));
+    let by_cell: BTreeMap<(String, String), &Figure> = figures
+        .iter()
+        .map(|f| ((row_key(f), f.system.clone()), f))
+        .collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Throughput in tasks/s (steady state: rate achieved, p50 / p99 pickup).\n"
+    );
+    let _ = writeln!(out, "| workload | {} |", systems.join(" | "));
+    let _ = writeln!(out, "| --- |{}", " ---: |".repeat(systems.len()));
+    for row in &rows {
+        let cells: Vec<String> = systems
+            .iter()
+            .map(|s| {
+                by_cell
+                    .get(&(row.clone(), s.clone()))
+                    .map_or("–".into(), |f| cell(f))
+            })
+            .collect();
+        let _ = writeln!(out, "| {row} | {} |", cells.join(" | "));
+    }
+    let _ = writeln!(
+        out,
+        "\nRatio of Spool to each peer (above 1: Spool ahead; latency rows compare p99 pickup).\n"
+    );
+    let peers: Vec<&String> = systems
+        .iter()
+        .filter(|s| !s.starts_with("spool-"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "| workload | {} |",
+        peers
+            .iter()
+            .map(|p| format!("{} vs {p}", spool_for(p)))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let _ = writeln!(out, "| --- |{}", " ---: |".repeat(peers.len()));
+    for row in &rows {
+        let cells: Vec<String> = peers
+            .iter()
+            .map(|p| {
+                let spool = by_cell.get(&(row.clone(), spool_for(p).to_string()));
+                let peer = by_cell.get(&(row.clone(), (*p).clone()));
+                match (spool, peer) {
+                    (Some(s), Some(p)) => ratio(s, p).map_or("–".into(), |r| format!("{r:.2}×")),
+                    _ => "–".into(),
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "| {row} | {} |", cells.join(" | "));
+    }
+    let notes: Vec<&Figure> = figures
+        .iter()
+        .filter(|f| !f.note.is_empty() && !f.note.starts_with("offered"))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\nNotes:\n");
+        for f in notes {
+            let _ = writeln!(out, "- {} — {}: {}", f.system, row_key(f), f.note);
+        }
+    }
+    out
+}
+
+/// The Spool variant a peer is compared with.
+pub fn spool_for(peer: &str) -> &'static str {
+    if PG_PEERS.contains(&peer) {
+        "spool-postgres"
+    } else {
+        "spool-server"
+    }
+}
+
+fn row_key(f: &Figure) -> String {
+    f.row_label()
+}
+
+fn cell(f: &Figure) -> String {
+    if f.tasks == 0 && !f.note.is_empty() {
+        return "failed".into();
+    }
+    let rate = thousands(f.rate);
+    let cut = if f.note.starts_with("cut") {
+        " (cut)"
+    } else {
+        ""
+    };
+    match (f.workload.as_str(), f.p50_us, f.p99_us) {
+        (workload::STEADY, Some(p50), Some(p99)) => {
+            format!("{rate} ({} / {})", micros(p50), micros(p99))
+        }
+        _ => format!("{rate}{cut}"),
+    }
+}
+
+/// Spool's advantage: throughput ratio, or for the steady state the
+/// inverse ratio of p99 pickup latency.
+fn ratio(spool: &Figure, peer: &Figure) -> Option<f64> {
+    if spool.workload == workload::STEADY {
+        let (s, p) = (spool.p99_us? as f64, peer.p99_us? as f64);
+        return (s > 0.0 && peer.tasks > 0).then(|| p / s);
+    }
+    (peer.rate > 0.0 && spool.rate > 0.0).then(|| spool.rate / peer.rate)
+}
+
+pub fn thousands(x: f64) -> String {
+    let n = x.round() as u64;
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn micros(us: u64) -> String {
+    if us >= 10_000 {
+        format!("{:.0} ms", us as f64 / 1000.0)
+    } else if us >= 1000 {
+        format!("{:.1} ms", us as f64 / 1000.0)
+    } else {
+        format!("{us} µs")
+    }
+}
+
+/// Distinct values in first-seen order.
+fn ordered<T: PartialEq + Into<String>>(items: impl Iterator<Item = T>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        let s: String = item.into();
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_compare_like_with_like() {
+        let figures = vec![
+            Figure::new("spool-server", workload::DRAIN, 16, 100).measured(200, 1.0),
+            Figure::new("spool-postgres", workload::DRAIN, 16, 100).measured(100, 1.0),
+            Figure::new("redis", workload::DRAIN, 16, 100).measured(100, 1.0),
+            Figure::new("pg-skip-locked", workload::DRAIN, 16, 100).measured(50, 1.0),
+        ];
+        let md = markdown(&figures);
+        assert!(md.contains("| drain, 100 B | 2.00× | 2.00× |"), "{md}");
+        assert_eq!(thousands(1234567.4), "1,234,567");
+    }
+}
