@@ -1,11 +1,15 @@
 -- Enqueue, step 2, in one statement (so atomic without a transaction):
 -- claim the idempotency keys, insert the tasks whose key is not taken, and
--- wake waiting claimers if any task is ready.
+-- with $13 wake waiting claimers if any task is ready.
 --
 -- $1 queue id, $2 queue name (the notification), then one array per column,
 -- one element per task: $3 id, $4 kind, $5 priority, $6 run_at (NULL: now
 -- plus $7 delay_ms), $8 key, $9 max_attempts, $10 lease_ms,
 -- $11 payload_json, $12 payload. Keys are unique within the input.
+-- $13: NOTIFY here, in the caller's transaction. A notifying commit holds
+-- PostgreSQL's global notification lock through its WAL flush, which
+-- serializes every such commit in the cluster; the store's own enqueues
+-- pass false and notify after commit, coalesced (src/notifier.rs).
 --
 -- A key row is taken over only when its dedup window has passed; otherwise
 -- it keeps naming the existing task and the input task is a duplicate.
@@ -41,7 +45,7 @@ WITH input AS (
     RETURNING state
 ), woken AS (
     SELECT pg_notify({channel}, $2)
-    WHERE EXISTS (SELECT 1 FROM inserted WHERE state = 'ready')
+    WHERE $13::boolean AND EXISTS (SELECT 1 FROM inserted WHERE state = 'ready')
 )
 SELECT t.key, t.task_id
 FROM (SELECT count(*) FROM woken) w

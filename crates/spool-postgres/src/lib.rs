@@ -18,7 +18,8 @@
 //! `ops::claim_lock` is the global-lock claim strategy) → `db` (running a
 //! statement) with the SQL in `sql/*.sql` rendered by `sql`;
 //! `row` reads task rows and derives what they show; `values` converts
-//! column values; `wake` is LISTEN/NOTIFY; `sweep` the upkeep; `migrate`
+//! column values; `wake` is the LISTEN side of wake-ups and `notifier` the
+//! coalesced NOTIFY side; `sweep` the upkeep; `migrate`
 //! the versioned schema in `migrations/`. README.md explains the schema and
 //! the claim statement.
 //!
@@ -28,6 +29,7 @@ mod config;
 mod db;
 mod error;
 mod migrate;
+mod notifier;
 mod ops;
 mod row;
 mod sql;

@@ -1,8 +1,9 @@
 //! [`PgStore`]: the handle, how it connects, and what runs beside it.
 //!
-//! Connecting builds the pool, migrates the schema, then starts two
+//! Connecting builds the pool, migrates the schema, then starts three
 //! background tasks on the caller's tokio runtime: the LISTEN connection
-//! ([`crate::wake`]) and the sweeper ([`crate::sweep`]). They stop when the
+//! ([`crate::wake`]), the sweeper ([`crate::sweep`]) and the notifier
+//! ([`crate::notifier`]). They stop when the
 //! last clone of the handle is dropped. The operations themselves live in
 //! [`crate::ops`], one file per group, as methods of [`Shared`].
 
@@ -23,7 +24,8 @@ use tokio_postgres::NoTls;
 use crate::config::PgConfig;
 use crate::error::{self, PgError};
 use crate::migrate;
-use crate::ops::enqueue::enqueue_on;
+use crate::notifier::{self, Notifier};
+use crate::ops::enqueue::{enqueue_on, NotifyIn};
 use crate::sql::Sql;
 use crate::sweep;
 use crate::wake::{self, Wakeups};
@@ -35,6 +37,7 @@ pub(crate) struct Shared {
     pub(crate) sql: Sql,
     pub(crate) config: PgConfig,
     pub(crate) wakeups: Arc<Wakeups>,
+    pub(crate) notifier: Notifier,
 }
 
 impl Shared {
@@ -43,20 +46,12 @@ impl Shared {
         self.pool.get().await.map_err(error::pool)
     }
 
-    /// Wakes claimers waiting on `queue`, here at once and elsewhere through
-    /// NOTIFY. Best effort: the change it announces is already committed,
-    /// and waiters poll anyway.
-    pub(crate) async fn notify(&self, queue: &str) {
+    /// Wakes claimers waiting on `queue`: here at once, elsewhere through
+    /// a NOTIFY the notifier sends soon, coalesced with others. Call it
+    /// after the change it announces has committed.
+    pub(crate) fn notify(&self, queue: &str) {
         self.wakeups.wake(queue);
-        let sent = match self.client().await {
-            Ok(c) => crate::db::Db::query(&c, &self.sql.notify, &[&queue])
-                .await
-                .map_err(error::db),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = sent {
-            tracing::warn!(queue, error = %e, "could not notify waiting claimers");
-        }
+        self.notifier.request(queue);
     }
 }
 
@@ -151,12 +146,14 @@ impl PgStore {
             sql: Sql::new(&schema),
             config,
             wakeups: Arc::new(Wakeups::default()),
+            notifier: Notifier::default(),
         });
         let listener = tokio::spawn(wake::listen(pg, schema.channel(), shared.wakeups.clone()));
         let sweeper = tokio::spawn(sweep::run(shared.clone()));
+        let notifier = tokio::spawn(notifier::run(shared.clone()));
         Ok(PgStore {
             shared,
-            _background: Arc::new(Background(vec![listener, sweeper])),
+            _background: Arc::new(Background(vec![listener, sweeper, notifier])),
         })
     }
 
@@ -177,7 +174,15 @@ impl PgStore {
         tasks: Vec<NewTask>,
     ) -> Result<Vec<EnqueueOutcome>, StoreError> {
         let s = &self.shared;
-        enqueue_on(tx, &s.sql, s.config.strict_queues, queue, tasks).await
+        enqueue_on(
+            tx,
+            &s.sql,
+            s.config.strict_queues,
+            queue,
+            tasks,
+            NotifyIn::Statement,
+        )
+        .await
     }
 
     /// The schema this store keeps its tables in.

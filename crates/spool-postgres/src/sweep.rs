@@ -117,7 +117,7 @@ impl Shared {
             .map_err(db)?;
         drop(client);
         for queue in &queues {
-            self.notify(queue).await;
+            self.notify(queue);
         }
         Ok(written.len())
     }

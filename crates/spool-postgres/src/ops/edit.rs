@@ -125,7 +125,7 @@ impl Shared {
         let row = rows.first().ok_or(StoreError::NotFound)?;
         let task = StoredTask::from_row(row)?.view()?;
         if task.state == TaskState::Ready {
-            self.notify(task.queue.as_str()).await;
+            self.notify(task.queue.as_str());
         }
         Ok(task)
     }
@@ -163,7 +163,7 @@ impl Shared {
             .map_err(corrupt)?;
         let n = u64::try_from(n).map_err(corrupt)?;
         if n > 0 {
-            self.notify(queue.as_str()).await;
+            self.notify(queue.as_str());
         }
         Ok(n)
     }

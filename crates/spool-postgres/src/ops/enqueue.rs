@@ -5,8 +5,10 @@
 //!    sequence (the queue is created first if it is new and queues are not
 //!    strict). Everything that can be refused is checked now, before any
 //!    write: batch size, payload sizes, attempts, leases, times.
-//! 2. `enqueue_insert`: claims the keys, inserts the tasks whose key was not
-//!    taken and notifies waiters, in one statement.
+//! 2. `enqueue_insert`: claims the keys and inserts the tasks whose key was
+//!    not taken, in one statement; inside a caller's transaction it also
+//!    notifies waiters, so a rollback wakes no one. The store's own
+//!    enqueues notify after commit instead, coalesced ([`crate::notifier`]).
 //!
 //! Keys used twice within a batch are resolved here: the second use is a
 //! duplicate of the first and never reaches the database.
@@ -34,14 +36,30 @@ impl Shared {
         tasks: Vec<NewTask>,
     ) -> Result<Vec<EnqueueOutcome>, StoreError> {
         let client = self.client().await?;
-        let out = enqueue_on(&client, &self.sql, self.config.strict_queues, queue, tasks).await?;
-        // The statement notified other processes; this one hears it too,
-        // but waking here now saves the round trip through the server.
+        let out = enqueue_on(
+            &client,
+            &self.sql,
+            self.config.strict_queues,
+            queue,
+            tasks,
+            NotifyIn::Later,
+        )
+        .await?;
         if out.iter().any(|o| !o.duplicate) {
-            self.wakeups.wake(queue.as_str());
+            self.notify(queue.as_str());
         }
         Ok(out)
     }
+}
+
+/// Who tells waiting claimers about the new tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotifyIn {
+    /// The enqueue statement itself: for a caller's transaction, whose
+    /// commit we never see.
+    Statement,
+    /// The caller, once the enqueue has committed ([`Shared::notify`]).
+    Later,
 }
 
 /// Where each task of the batch goes.
@@ -67,6 +85,7 @@ pub(crate) async fn enqueue_on(
     strict: bool,
     queue: &QueueName,
     tasks: Vec<NewTask>,
+    notify: NotifyIn,
 ) -> Result<Vec<EnqueueOutcome>, StoreError> {
     if tasks.is_empty() {
         return Err(StoreError::bad_request("a batch needs at least one task"));
@@ -95,6 +114,7 @@ pub(crate) async fn enqueue_on(
     let target = prepare(db_, sql, strict, queue, &tasks, &slots).await?;
     let rows = Rows::build(&tasks, &slots, &target, queue.as_str())?;
     let queue_name = queue.as_str();
+    let notify_here = notify == NotifyIn::Statement;
     let answer = db_
         .query(
             &sql.enqueue_insert,
@@ -111,6 +131,7 @@ pub(crate) async fn enqueue_on(
                 &rows.lease_ms,
                 &rows.payload_json,
                 &rows.payload,
+                &notify_here,
             ],
         )
         .await

@@ -205,7 +205,7 @@ impl Shared {
         match one_task(rows)? {
             Some(task) => {
                 if task.state == TaskState::Ready {
-                    self.notify(task.queue.as_str()).await;
+                    self.notify(task.queue.as_str());
                 }
                 Ok(task)
             }

@@ -95,7 +95,7 @@ impl Shared {
         drop(client);
         if !settings.paused {
             // It may have been paused until now, with waiters and work.
-            self.notify(queue.as_str()).await;
+            self.notify(queue.as_str());
         }
         Ok(settings)
     }
@@ -131,7 +131,7 @@ impl Shared {
             return Err(StoreError::QueueNotFound(queue.clone()));
         }
         if !paused {
-            self.notify(queue.as_str()).await;
+            self.notify(queue.as_str());
         }
         Ok(())
     }

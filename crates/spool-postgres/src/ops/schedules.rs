@@ -21,7 +21,7 @@ use tokio_postgres::Row;
 
 use crate::db::Db;
 use crate::error::{corrupt, db};
-use crate::ops::enqueue::enqueue_on;
+use crate::ops::enqueue::{enqueue_on, NotifyIn};
 use crate::store::Shared;
 use crate::values::{duration, millis, timestamp};
 
@@ -198,11 +198,12 @@ impl Shared {
             self.config.strict_queues,
             &spec.queue,
             vec![task],
+            NotifyIn::Later,
         )
         .await?;
         tx.commit().await.map_err(db)?;
         drop(client);
-        self.wakeups.wake(spec.queue.as_str());
+        self.notify(spec.queue.as_str());
         out.into_iter()
             .next()
             .map(Some)
