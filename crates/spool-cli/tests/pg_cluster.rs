@@ -147,6 +147,9 @@ async fn run_cluster(schema: &str) -> TestResult {
         .collect::<Result<_, _>>()?;
     let work = QueueName::new("work")?;
     let ticks = QueueName::new("ticks")?;
+    // Only the doomed node's worker claims from here until it dies, so it
+    // surely holds these tasks when it does.
+    let held = QueueName::new("held")?;
 
     // Every node runs a scheduler; the schedule is stored once.
     stores[0]
@@ -183,6 +186,11 @@ async fn run_cluster(schema: &str) -> TestResult {
     // Produce through all three nodes; the doomed node (index 2) takes part
     // until it dies. Every acknowledged key goes in the ledger.
     let mut ledger = HashSet::new();
+    let stranded_tasks = (0..STRANDED)
+        .map(|i| NewTask::new(Payload::json("{}")).key(TaskKey::new(format!("h-{i}")).unwrap()))
+        .collect();
+    stores[2].enqueue(&held, stranded_tasks).await?;
+    ledger.extend((0..STRANDED).map(|i| format!("h-{i}")));
     let mut stranded = Vec::new();
     let started = Instant::now();
     for (b, chunk) in (0..TASKS).collect::<Vec<_>>().chunks(BATCH).enumerate() {
@@ -202,19 +210,30 @@ async fn run_cluster(schema: &str) -> TestResult {
             // then node 2 dies.
             // The lease starts within the claim: measure from before it.
             let at = Instant::now();
-            let held = stores[2]
+            let doomed = stores[2]
                 .claim(
-                    ClaimRequest::new(work.clone(), "doomed")
+                    ClaimRequest::new(held.clone(), "doomed")
                         .max(STRANDED)
                         .lease(LEASE),
                 )
                 .await?;
             nodes[2].kill();
-            stranded = held
+            stranded = doomed
                 .into_iter()
                 .map(|t| (t.key.unwrap().as_str().to_string(), at))
                 .collect();
-            assert!(!stranded.is_empty(), "the doomed worker claimed nothing");
+            assert_eq!(
+                stranded.len(),
+                STRANDED as usize,
+                "the doomed worker's claim"
+            );
+            // A worker of a live node waits for them to come back.
+            consumers.spawn(consume(
+                stores[0].clone(),
+                held.clone(),
+                "rescuer".into(),
+                seen.clone(),
+            ));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -261,15 +280,13 @@ async fn run_cluster(schema: &str) -> TestResult {
 
     // Nothing left behind, nothing dead.
     let stats = stores[0].stats().await?;
-    let work_stats = stats
-        .iter()
-        .find(|s| s.name == work)
-        .expect("work queue stats");
-    assert_eq!(
-        work_stats.counts.total(),
-        0,
-        "tasks left in the queue: {work_stats:?}"
-    );
+    for queue in [&work, &held] {
+        let q = stats
+            .iter()
+            .find(|s| s.name == *queue)
+            .expect("queue stats");
+        assert_eq!(q.counts.total(), 0, "tasks left in {queue}: {q:?}");
+    }
 
     // One task per tick, consecutive, across the kill.
     let ticks_seen: BTreeMap<u64, usize> = tick_keys

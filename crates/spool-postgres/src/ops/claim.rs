@@ -1,10 +1,11 @@
 //! Claim (SPEC §3): one statement per batch, and the long poll around it.
 //!
-//! A waiting claim holds no connection while it sleeps. It subscribes to
-//! its queue's wake-ups before each look (so a wake-up during the look is
-//! kept), and sleeps until the first of: a wake-up (LISTEN/NOTIFY), the
-//! next scheduled task of the queue falling due, the fallback poll, or the
-//! end of its wait.
+//! A waiting claim holds no connection while it sleeps. It listens for its
+//! queue's doorbell before each look (so a wake-up during the look is
+//! kept), and sleeps until the first of: a wake-up (LISTEN/NOTIFY; one
+//! waiter per wake-up, [`crate::wake`]), the next scheduled task of the
+//! queue falling due, the fallback poll, or the end of its wait. A claim
+//! that took a full batch rings the doorbell again: more may be ready.
 //!
 //! How the statement runs depends on [`ClaimStrategy`]: directly, or under
 //! the per-queue lock of [`crate::ops::claim_lock`].
@@ -30,11 +31,17 @@ impl Shared {
             return self.claim_once(&req, lease_ms).await;
         }
         let deadline = Instant::now() + req.wait;
+        let bell = self.wakeups.bell(req.queue.as_str());
         loop {
-            let mut woken = self.wakeups.subscribe(req.queue.as_str());
+            let woken = bell.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
             let tasks = self.claim_once(&req, lease_ms).await?;
             let now = Instant::now();
             if !tasks.is_empty() || now >= deadline {
+                if tasks.len() == req.max as usize {
+                    self.wakeups.wake(req.queue.as_str());
+                }
                 return Ok(tasks);
             }
             let mut until = deadline.min(now + self.config.poll_interval);
@@ -42,13 +49,7 @@ impl Shared {
                 until = until.min(now + due);
             }
             tokio::select! {
-                changed = woken.changed() => {
-                    if changed.is_err() {
-                        // The signal went away (cannot happen while we hold
-                        // a receiver); sleep rather than spin.
-                        tokio::time::sleep_until(until).await;
-                    }
-                }
+                () = &mut woken => {}
                 () = tokio::time::sleep_until(until) => {}
             }
         }
