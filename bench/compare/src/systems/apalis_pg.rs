@@ -10,7 +10,7 @@
 //! - jobs are `String`s (payloads are printable ASCII), encoded by the
 //!   storage's JSON codec into its `bytea` column, in the apalis queue named
 //!   after the benchmark queue;
-//! - a producer is a `PostgresStorage` over a pool of one connection;
+//! - a producer is a `PostgresStorage` over the producers' shared pool;
 //!   `enqueue` is `TaskSink::push`, `enqueue_batch` is `TaskSink::push_bulk`,
 //!   which the storage writes as one INSERT ... `unnest` in one transaction.
 //!   Both return after that transaction has committed;
@@ -42,7 +42,6 @@ use anyhow::Context;
 use apalis::prelude::{BackendExt, BoxDynError, Data, TaskSink, WorkerBuilder, WorkerError};
 use apalis_postgres::{Config as QueueConfig, PgConnectOptions, PgPool, PostgresStorage};
 use async_trait::async_trait;
-use sqlx::postgres::PgPoolOptions;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -50,6 +49,7 @@ use crate::config::Config;
 use crate::payload;
 use crate::sink::Sink;
 use crate::system::{Producer, System, QUEUE};
+use crate::systems::sqlx_pg::{self, ProducerPool};
 
 /// How often an idle worker fetches even without a notification: the
 /// pubsub wake-up can be consumed while a fetch that cannot yet see the new
@@ -58,6 +58,7 @@ const FALLBACK_POLL: Duration = Duration::from_millis(100);
 
 pub struct ApalisPg {
     options: PgConnectOptions,
+    producers: ProducerPool,
     /// For `reset`.
     admin: PgPool,
     settings: String,
@@ -65,29 +66,23 @@ pub struct ApalisPg {
 
 impl ApalisPg {
     pub async fn connect(cfg: &Config) -> anyhow::Result<Box<dyn System>> {
-        let options: PgConnectOptions = cfg
-            .postgres
-            .parse::<PgConnectOptions>()
-            .context("bad PostgreSQL URL")?
-            .options([("synchronous_commit", "on")]);
-        let admin = pool(&options, 1).await?;
+        let options = sqlx_pg::options(cfg)?;
+        let admin = sqlx_pg::pool(&options, 1).await?;
         PostgresStorage::setup(&admin)
             .await
             .context("apalis-postgres migrations failed")?;
-        let sync: String = sqlx::query_scalar("SHOW synchronous_commit")
-            .fetch_one(&admin)
-            .await?;
-        let fsync: String = sqlx::query_scalar("SHOW fsync").fetch_one(&admin).await?;
+        let durability = sqlx_pg::durability(&admin).await?;
         let settings = format!(
             "apalis 1.0 + apalis-postgres (sqlx), schema apalis; enqueue = TaskSink::push \
-             (batch = push_bulk, one INSERT ... unnest), one pooled connection per producer; \
+             (batch = push_bulk, one INSERT ... unnest), producers share a pool of up to {} connections; \
              one worker per consumer, each fetching up to claim-batch jobs per transaction, \
              completions flushed per batch as UPDATEs to Done (rows kept), defaults otherwise; \
-             LISTEN/NOTIFY pubsub wake-ups with a {} ms fallback poll; \
-             synchronous_commit={sync}, fsync={fsync}",
+             LISTEN/NOTIFY pubsub wake-ups with a {} ms fallback poll; {durability}",
+            sqlx_pg::PRODUCER_CONNECTIONS,
             FALLBACK_POLL.as_millis()
         );
         Ok(Box::new(ApalisPg {
+            producers: ProducerPool::new(options.clone()),
             options,
             admin,
             settings,
@@ -98,14 +93,6 @@ impl ApalisPg {
         PostgresStorage::new(pool)
             .with_config(QueueConfig::default().queue(QUEUE).batch_size(batch.max(1)))
     }
-}
-
-async fn pool(options: &PgConnectOptions, connections: u32) -> anyhow::Result<PgPool> {
-    PgPoolOptions::new()
-        .max_connections(connections)
-        .connect_with(options.clone())
-        .await
-        .context("cannot connect to PostgreSQL")
 }
 
 /// The job handler: the sink sees the payload before apalis completes it.
@@ -133,7 +120,7 @@ impl System for ApalisPg {
     }
 
     async fn producer(&self) -> anyhow::Result<Box<dyn Producer>> {
-        let storage = self.storage(&pool(&self.options, 1).await?, 1);
+        let storage = self.storage(&self.producers.get().await?, 1);
         Ok(Box::new(ApalisProducer { storage }))
     }
 
@@ -148,7 +135,7 @@ impl System for ApalisPg {
         // Each worker's pubsub listener keeps one pooled connection for the
         // whole run; the worker takes another only for a fetch, a
         // completion flush or a heartbeat.
-        let db = pool(&self.options, 2 * u32::try_from(workers)?).await?;
+        let db = sqlx_pg::pool(&self.options, 2 * u32::try_from(workers)?).await?;
         // apalis keeps a session advisory lock per worker name on a pooled
         // connection: names unique to this call never meet an old lock.
         let run = payload::now_nanos();

@@ -7,7 +7,7 @@
 //!   name and whose JSON payload is the payload as a string (payloads are
 //!   printable ASCII). Jobs carry no Graphile `queue_name`: a named Graphile
 //!   queue runs its jobs one at a time, which is not what a work queue is;
-//! - a producer is a [`WorkerUtils`] over a pool of one connection;
+//! - a producer is a [`WorkerUtils`] over the producers' shared pool;
 //!   `enqueue` is `add_job`, `enqueue_batch` is `add_jobs` (one call of the
 //!   schema's `add_jobs` function per batch). Both return after the
 //!   autocommitted statement has committed;
@@ -41,7 +41,7 @@ use graphile_worker::{
     WorkerOptions, WorkerUtils,
 };
 use serde::{Deserialize, Serialize};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgConnectOptions;
 use sqlx::{AssertSqlSafe, PgPool};
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +49,7 @@ use crate::config::Config;
 use crate::payload;
 use crate::sink::Sink;
 use crate::system::{Producer, System, QUEUE};
+use crate::systems::sqlx_pg::{self, ProducerPool};
 
 /// Graphile Worker's schema for the run.
 const SCHEMA: &str = "graphile_compare";
@@ -85,6 +86,7 @@ impl TaskHandler for CompareJob {
 
 pub struct Graphile {
     options: PgConnectOptions,
+    producers: ProducerPool,
     /// For `reset`.
     admin: PgPool,
     settings: String,
@@ -92,12 +94,8 @@ pub struct Graphile {
 
 impl Graphile {
     pub async fn connect(cfg: &Config) -> anyhow::Result<Box<dyn System>> {
-        let options: PgConnectOptions = cfg
-            .postgres
-            .parse::<PgConnectOptions>()
-            .context("bad PostgreSQL URL")?
-            .options([("synchronous_commit", "on")]);
-        let admin = pool(&options, 1).await?;
+        let options = sqlx_pg::options(cfg)?;
+        let admin = sqlx_pg::pool(&options, 1).await?;
         // SCHEMA is a constant identifier: nothing outside goes into the SQL.
         sqlx::raw_sql(AssertSqlSafe(format!(
             "DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"
@@ -109,32 +107,22 @@ impl Graphile {
             .migrate()
             .await
             .context("graphile-worker migrations failed")?;
-        let sync: String = sqlx::query_scalar("SHOW synchronous_commit")
-            .fetch_one(&admin)
-            .await?;
-        let fsync: String = sqlx::query_scalar("SHOW fsync").fetch_one(&admin).await?;
+        let durability = sqlx_pg::durability(&admin).await?;
         let settings = format!(
             "graphile_worker crate (sqlx), schema {SCHEMA}; enqueue = WorkerUtils::add_job \
-             (batch = add_jobs, one statement), one pooled connection per producer; one Worker \
+             (batch = add_jobs, one statement), producers share a pool of up to {} connections; one Worker \
              with concurrency = consumers, local queue of claim-batch size, completions batched \
-             every {} ms, LISTEN/NOTIFY wake-ups with its polling as fallback; \
-             synchronous_commit={sync}, fsync={fsync}",
+             every {} ms, LISTEN/NOTIFY wake-ups with its polling as fallback; {durability}",
+            sqlx_pg::PRODUCER_CONNECTIONS,
             COMPLETE_BATCH_DELAY.as_millis()
         );
         Ok(Box::new(Graphile {
+            producers: ProducerPool::new(options.clone()),
             options,
             admin,
             settings,
         }))
     }
-}
-
-async fn pool(options: &PgConnectOptions, connections: u32) -> anyhow::Result<PgPool> {
-    PgPoolOptions::new()
-        .max_connections(connections)
-        .connect_with(options.clone())
-        .await
-        .context("cannot connect to PostgreSQL")
 }
 
 #[async_trait]
@@ -161,7 +149,7 @@ impl System for Graphile {
     }
 
     async fn producer(&self) -> anyhow::Result<Box<dyn Producer>> {
-        let utils = WorkerUtils::new(pool(&self.options, 1).await?, SCHEMA);
+        let utils = WorkerUtils::new(self.producers.get().await?, SCHEMA);
         Ok(Box::new(GraphileProducer {
             utils,
             spec: JobSpec::default(),
@@ -176,7 +164,7 @@ impl System for Graphile {
         stop: CancellationToken,
     ) -> anyhow::Result<()> {
         let slots = consumers.max(1);
-        let db = pool(&self.options, u32::try_from(slots)? + SPARE_CONNECTIONS).await?;
+        let db = sqlx_pg::pool(&self.options, u32::try_from(slots)? + SPARE_CONNECTIONS).await?;
         let worker: Worker = WorkerOptions::default()
             .schema(SCHEMA)
             .concurrency(slots)

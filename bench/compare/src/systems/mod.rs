@@ -8,6 +8,7 @@ mod pg_raw;
 mod rabbitmq;
 mod redis;
 mod spool;
+mod sqlx_pg;
 
 use crate::config::Config;
 use crate::system::System;

@@ -24,6 +24,8 @@
 //! `synchronous_commit = on`; the settings string reports the server's
 //! `synchronous_commit` and `fsync` as read at connect.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -49,6 +51,10 @@ const POLL: Duration = Duration::from_millis(20);
 /// How long a claim holds its batch before another consumer may take it:
 /// far above any batch's processing time here.
 const LEASE_SECS: f64 = 300.0;
+
+/// Most producer connections: PostgreSQL's `max_connections` is 100 here,
+/// so 256 clients share 64 connections, as an application's pool would.
+const MAX_PRODUCER_CONNECTIONS: usize = 64;
 
 /// How often each consumer returns expired leases to the ready set.
 const REAP_EVERY: Duration = Duration::from_secs(1);
@@ -104,6 +110,9 @@ fn sql(template: &str) -> String {
 
 pub struct PgSkipLocked {
     url: String,
+    /// Producer connections, made on demand up to the cap, kept for the run.
+    producer_conns: tokio::sync::Mutex<Vec<Arc<PgProducer>>>,
+    producers_made: AtomicUsize,
     /// Kept for `reset`.
     admin: Client,
     settings: String,
@@ -122,7 +131,8 @@ impl PgSkipLocked {
         let sync = show(&admin, "synchronous_commit").await?;
         let fsync = show(&admin, "fsync").await?;
         let settings = format!(
-            "hand-written SQL over tokio-postgres, one connection per producer and consumer; \
+            "hand-written SQL over tokio-postgres, one connection per consumer and per \
+             producer up to {MAX_PRODUCER_CONNECTIONS} (then shared, pipelined); \
              enqueue = one INSERT (batch = one INSERT ... unnest); claim = UPDATE ... \
              FOR UPDATE SKIP LOCKED with a {LEASE_SECS} s lease, then DELETE in a second \
              transaction; empty consumers poll every {} ms (no LISTEN/NOTIFY); \
@@ -131,6 +141,8 @@ impl PgSkipLocked {
         );
         Ok(Box::new(PgSkipLocked {
             url: cfg.postgres.clone(),
+            producer_conns: tokio::sync::Mutex::new(Vec::new()),
+            producers_made: AtomicUsize::new(0),
             admin,
             settings,
         }))
@@ -180,10 +192,15 @@ impl System for PgSkipLocked {
     }
 
     async fn producer(&self) -> anyhow::Result<Box<dyn Producer>> {
-        let client = session(&self.url).await?;
-        let one = client.prepare(&sql(INSERT_ONE)).await?;
-        let many = client.prepare(&sql(INSERT_MANY)).await?;
-        Ok(Box::new(PgProducer { client, one, many }))
+        let mut conns = self.producer_conns.lock().await;
+        let n = self.producers_made.fetch_add(1, Ordering::Relaxed);
+        if conns.len() < MAX_PRODUCER_CONNECTIONS {
+            let client = session(&self.url).await?;
+            let one = client.prepare(&sql(INSERT_ONE)).await?;
+            let many = client.prepare(&sql(INSERT_MANY)).await?;
+            conns.push(Arc::new(PgProducer { client, one, many }));
+        }
+        Ok(Box::new(Arc::clone(&conns[n % conns.len()])))
     }
 
     async fn consume(
@@ -260,6 +277,8 @@ async fn consumer(
     Ok(())
 }
 
+/// A producer connection; beyond [`MAX_PRODUCER_CONNECTIONS`] producers
+/// share them, and tokio-postgres pipelines their statements.
 struct PgProducer {
     client: Client,
     one: tokio_postgres::Statement,
@@ -267,7 +286,7 @@ struct PgProducer {
 }
 
 #[async_trait]
-impl Producer for PgProducer {
+impl Producer for Arc<PgProducer> {
     async fn enqueue(&mut self, payload: Vec<u8>) -> anyhow::Result<()> {
         self.client
             .execute(&self.one, &[&QUEUE, &payload])
