@@ -88,7 +88,8 @@ pub fn render(figures: &[Figure], path: &Path) -> anyhow::Result<()> {
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font(("sans-serif", 16))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;

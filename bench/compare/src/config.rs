@@ -109,6 +109,10 @@ pub struct Config {
     #[arg(long, default_value = "target/release/spool")]
     pub spool_bin: PathBuf,
 
+    /// Only rewrite the table and the chart from the JSON at --out.
+    #[arg(long)]
+    pub render_only: bool,
+
     /// Where the JSON of every figure goes.
     #[arg(long, default_value = "bench/results/compare.json")]
     pub out: PathBuf,

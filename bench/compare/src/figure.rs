@@ -74,10 +74,13 @@ impl Figure {
     /// The label of this figure's row in the table and the chart.
     pub fn row_label(&self) -> String {
         match self.workload.as_str() {
-            workload::SINGLE => format!(
-                "single enqueue, {} clients, {} B",
-                self.clients, self.payload
-            ),
+            workload::SINGLE => {
+                let s = if self.clients == 1 { "" } else { "s" };
+                format!(
+                    "single enqueue, {} client{s}, {} B",
+                    self.clients, self.payload
+                )
+            }
             workload::BATCH => format!("batched enqueue, {} B", self.payload),
             workload::DRAIN => format!("drain, {} B", self.payload),
             workload::STEADY => format!("steady state, {} B", self.payload),

@@ -22,6 +22,12 @@ use crate::config::Config;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cfg = Config::parse();
+    if cfg.render_only {
+        let json = std::fs::read_to_string(&cfg.out)
+            .with_context(|| format!("cannot read {}", cfg.out.display()))?;
+        let figures: Vec<figure::Figure> = serde_json::from_str(&json)?;
+        return write(&cfg, &figures);
+    }
     let mut figures = Vec::new();
     let mut failed = Vec::new();
     for name in &cfg.systems {
@@ -61,9 +67,11 @@ fn write(cfg: &Config, figures: &[figure::Figure]) -> anyhow::Result<()> {
     if let Some(dir) = cfg.out.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let json = serde_json::to_string_pretty(figures)?;
-    std::fs::write(&cfg.out, json)
-        .with_context(|| format!("cannot write {}", cfg.out.display()))?;
+    if !cfg.render_only {
+        let json = serde_json::to_string_pretty(figures)?;
+        std::fs::write(&cfg.out, json)
+            .with_context(|| format!("cannot write {}", cfg.out.display()))?;
+    }
     let table = cfg.out.with_extension("md");
     std::fs::write(&table, report::markdown(figures))?;
     let png = cfg.out.with_extension("png");
