@@ -46,8 +46,11 @@ pub trait System: Send + Sync {
 
 #[async_trait]
 pub trait Producer: Send {
-    /// Enqueues one task; returns once it is durable.
-    async fn enqueue(&mut self, payload: Vec<u8>) -> anyhow::Result<()>;
+    /// Enqueues one task; returns once it is durable. By default a batch
+    /// of one; systems with a cheaper single path override it.
+    async fn enqueue(&mut self, payload: Vec<u8>) -> anyhow::Result<()> {
+        self.enqueue_batch(vec![payload]).await
+    }
 
     /// Enqueues many tasks in as few round trips as the system allows;
     /// returns once all are durable.

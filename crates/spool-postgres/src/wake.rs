@@ -2,10 +2,13 @@
 //! dedicated LISTEN connection.
 //!
 //! Every change that makes a task ready (enqueue, release, a retry, a due
-//! task promoted, a lease written down as expired, a resume) sends
-//! `NOTIFY "<schema>.ready", '<queue>'`, in the same transaction where it
-//! can, so a rolled-back enqueue wakes no one. The listener turns each
-//! notification into a wake-up of that queue's doorbell, a [`Notify`].
+//! task promoted, a lease written down as expired, a resume) leads to
+//! `NOTIFY "<schema>.ready", '<queue>'`: sent after commit by
+//! [`crate::notifier`], inside the sweeper's promotion statement, or inside
+//! the caller's transaction for a transactional enqueue (so a rollback
+//! wakes no one). The process that made the change also wakes its own
+//! claimers at once. The listener turns each notification into a wake-up
+//! of that queue's doorbell, a [`Notify`].
 //!
 //! A wake-up rouses one waiting claimer, not all of them: with every waiter
 //! roused, each enqueue at a steady rate set off one claim statement per

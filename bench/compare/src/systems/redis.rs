@@ -221,10 +221,6 @@ struct RedisProducer {
 
 #[async_trait]
 impl Producer for RedisProducer {
-    async fn enqueue(&mut self, payload: Vec<u8>) -> anyhow::Result<()> {
-        self.enqueue_batch(vec![payload]).await
-    }
-
     async fn enqueue_batch(&mut self, payloads: Vec<Vec<u8>>) -> anyhow::Result<()> {
         if payloads.is_empty() {
             return Ok(());

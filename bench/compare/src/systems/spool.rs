@@ -199,10 +199,6 @@ struct SpoolProducer {
 
 #[async_trait]
 impl Producer for SpoolProducer {
-    async fn enqueue(&mut self, payload: Vec<u8>) -> anyhow::Result<()> {
-        self.enqueue_batch(vec![payload]).await
-    }
-
     async fn enqueue_batch(&mut self, payloads: Vec<Vec<u8>>) -> anyhow::Result<()> {
         let tasks = payloads
             .into_iter()
