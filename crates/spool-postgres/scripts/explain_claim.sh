@@ -22,7 +22,7 @@ render() { sed -e "s/{schema}/\"$schema\"/g" "$@"; }
 
 [ "${SKIP_FILL:-}" = 1 ] || {
   echo "DROP SCHEMA IF EXISTS \"$schema\" CASCADE; CREATE SCHEMA \"$schema\";"
-  render migrations/0001_tasks.sql migrations/0002_schedules.sql
+  render migrations/0001_tasks.sql migrations/0002_schedules.sql migrations/0003_vacuum_truncate.sql
   cat <<SQL
 INSERT INTO "$schema".queues (name, lease_ms, max_attempts, backoff_base_ms, backoff_max_ms,
     dedup_window_ms, max_payload, paused)
@@ -46,7 +46,11 @@ SQL
 } | psql -q -v ON_ERROR_STOP=1
 
 tokens="{$(seq -s, 1 1000)}"
-claim=$(render sql/claim.sql | grep -v '^--' | sed -e 's/RETURNING p.n, {task}, \$1::text AS queue/RETURNING p.n, t.id/')
+# The claim with its steps put in (as src/sql.rs does), comments dropped.
+claim=$(perl -0pe 'BEGIN { local $/; open my $f, "<", "sql/claim_steps.sql" or die; $steps = <$f> }
+                   s/\{claim_steps\}/$steps/' sql/claim.sql \
+  | render | grep -v '^ *--' | sed -e 's/), --.*$/),/' \
+  | sed -e 's/RETURNING p.n, {task}, \$1::text AS queue/RETURNING p.n, t.id/')
 psql -q -v ON_ERROR_STOP=1 <<SQL
 SET plan_cache_mode = force_generic_plan;
 SET jit = ${JIT:-off};

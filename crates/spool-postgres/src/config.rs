@@ -29,6 +29,10 @@ pub struct PgConfig {
     pub poll_interval: Duration,
     /// How claims take tasks when several claimers want the same queue.
     pub claim: ClaimStrategy,
+    /// Vacuum the task table after this process has claimed this many
+    /// tasks since it last did (`crate::vacuum` says why); 0 leaves it to
+    /// autovacuum.
+    pub vacuum_after_claims: u64,
 }
 
 /// How claimers share a queue (SPEC §10). Both hand every task out once
@@ -60,6 +64,7 @@ impl Default for PgConfig {
             sweep_interval: Duration::from_millis(50),
             poll_interval: Duration::from_secs(1),
             claim: ClaimStrategy::SkipLocked,
+            vacuum_after_claims: 50_000,
         }
     }
 }

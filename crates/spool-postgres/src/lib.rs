@@ -2,9 +2,11 @@
 //! database; enqueue can join the caller's own transaction.
 //!
 //! [`PgStore::connect`] opens a pool, creates or migrates the schema
-//! ([`PgConfig::schema`], `spool` by default) and starts two background
-//! tasks: a LISTEN connection that wakes waiting claimers, and a sweeper
-//! that writes expired leases down and promotes due tasks. [`PgStore`]
+//! ([`PgConfig::schema`], `spool` by default) and starts its background
+//! tasks: a LISTEN connection that wakes waiting claimers, a sweeper that
+//! writes expired leases down and promotes due tasks, a notifier that sends
+//! coalesced NOTIFYs, and a vacuum of the task table after every so many
+//! claims. [`PgStore`]
 //! implements [`spool_core::Store`] with the semantics of SPEC §3 and passes
 //! the conformance suite, schedules (SPEC §5) included; [`PgStore::enqueue_in`]
 //! enqueues inside a transaction of the caller's.
@@ -19,7 +21,8 @@
 //! statement) with the SQL in `sql/*.sql` rendered by `sql`;
 //! `row` reads task rows and derives what they show; `values` converts
 //! column values; `wake` is the LISTEN side of wake-ups and `notifier` the
-//! coalesced NOTIFY side; `sweep` the upkeep; `migrate`
+//! coalesced NOTIFY side; `sweep` the upkeep; `vacuum` keeps the claim
+//! index's front clear; `migrate`
 //! the versioned schema in `migrations/`. README.md explains the schema and
 //! the claim statement.
 //!
@@ -35,6 +38,7 @@ mod row;
 mod sql;
 mod store;
 mod sweep;
+mod vacuum;
 mod values;
 mod wake;
 

@@ -33,6 +33,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../migrations/0002_schedules.sql"),
     },
+    Migration {
+        version: 3,
+        name: "vacuum keeps the task table's pages",
+        sql: include_str!("../migrations/0003_vacuum_truncate.sql"),
+    },
 ];
 
 /// The latest version this build knows.

@@ -3,7 +3,9 @@
 //! The statements live in `sql/*.sql`, each with a header saying what it
 //! does and what its parameters are. Templates name the schema `{schema}`,
 //! the notification channel `{channel}` and a task's columns `{task}`;
-//! [`Sql::new`] fills them in. The schema name is validated
+//! [`Sql::new`] fills them in. The steps both claim strategies share are a
+//! fragment of their own (`sql/claim_steps.sql`), put in where a template
+//! names `{claim_steps}`. The schema name is validated
 //! ([`crate::config::Schema`]), so nothing user-supplied is ever spliced in
 //! unchecked.
 
@@ -31,6 +33,12 @@ fn state_filter(state: Option<TaskState>) -> &'static str {
         Some(TaskState::Leased) => "t.state = 'leased'",
         Some(TaskState::Dead) => "t.state = 'dead'",
     }
+}
+
+/// The claim steps (`sql/claim_steps.sql`), put in where a template says
+/// `{claim_steps}`.
+fn with_claim_steps(template: &str) -> String {
+    template.replace("{claim_steps}", include_str!("../sql/claim_steps.sql"))
 }
 
 /// The list filters in a fixed order: no filter, then each state.
@@ -79,6 +87,9 @@ pub(crate) struct Sql {
     pub(crate) get_schedule: String,
     pub(crate) delete_schedule: String,
     pub(crate) fire_schedule: String,
+    pub(crate) vacuum_lock: String,
+    pub(crate) vacuum: String,
+    pub(crate) vacuum_unlock: String,
 }
 
 /// Fills in a template's placeholders.
@@ -102,8 +113,8 @@ impl Sql {
             enqueue_prepare: r(include_str!("../sql/enqueue_prepare.sql")),
             create_queue: r(include_str!("../sql/create_queue.sql")),
             enqueue_insert: r(include_str!("../sql/enqueue_insert.sql")),
-            claim: r(include_str!("../sql/claim.sql")),
-            claim_global: r(include_str!("../sql/claim_global.sql")),
+            claim: r(&with_claim_steps(include_str!("../sql/claim.sql"))),
+            claim_global: r(&with_claim_steps(include_str!("../sql/claim_global.sql"))),
             next_due: r(include_str!("../sql/next_due.sql")),
             ack_many: r(include_str!("../sql/ack_many.sql")),
             give_back: r(include_str!("../sql/give_back.sql")),
@@ -133,6 +144,9 @@ impl Sql {
             get_schedule: r(include_str!("../sql/get_schedule.sql")),
             delete_schedule: r(include_str!("../sql/delete_schedule.sql")),
             fire_schedule: r(include_str!("../sql/fire_schedule.sql")),
+            vacuum_lock: r(include_str!("../sql/vacuum_lock.sql")),
+            vacuum: r(include_str!("../sql/vacuum.sql")),
+            vacuum_unlock: r(include_str!("../sql/vacuum_unlock.sql")),
         }
     }
 
@@ -165,7 +179,13 @@ mod tests {
         let schema = Schema::new("s").unwrap_or_else(|e| panic!("{e}"));
         let sql = Sql::new(&schema);
         let all = format!("{sql:?}");
-        for p in ["{schema}", "{channel}", "{task}", "{filter}"] {
+        for p in [
+            "{schema}",
+            "{channel}",
+            "{task}",
+            "{filter}",
+            "{claim_steps}",
+        ] {
             assert!(!all.contains(p), "{p} left in a statement");
         }
         assert!(sql.claim.contains("\"s\".tasks"));

@@ -1,13 +1,14 @@
 //! [`PgStore`]: the handle, how it connects, and what runs beside it.
 //!
-//! Connecting builds the pool, migrates the schema, then starts three
+//! Connecting builds the pool, migrates the schema, then starts four
 //! background tasks on the caller's tokio runtime: the LISTEN connection
-//! ([`crate::wake`]), the sweeper ([`crate::sweep`]) and the notifier
-//! ([`crate::notifier`]). They stop when the
+//! ([`crate::wake`]), the sweeper ([`crate::sweep`]), the notifier
+//! ([`crate::notifier`]) and the vacuum ([`crate::vacuum`]). They stop when the
 //! last clone of the handle is dropped. The operations themselves live in
 //! [`crate::ops`], one file per group, as methods of [`Shared`].
 
 use std::fmt;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ use crate::notifier::{self, Notifier};
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
 use crate::sql::Sql;
 use crate::sweep;
+use crate::vacuum;
 use crate::wake::{self, Wakeups};
 
 /// What every operation needs: the pool, the statements, the settings and
@@ -38,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) config: PgConfig,
     pub(crate) wakeups: Arc<Wakeups>,
     pub(crate) notifier: Notifier,
+    /// Tasks this process claimed since it last vacuumed ([`crate::vacuum`]).
+    pub(crate) claimed_since_vacuum: AtomicU64,
 }
 
 impl Shared {
@@ -147,13 +151,15 @@ impl PgStore {
             config,
             wakeups: Arc::new(Wakeups::default()),
             notifier: Notifier::default(),
+            claimed_since_vacuum: AtomicU64::new(0),
         });
         let listener = tokio::spawn(wake::listen(pg, schema.channel(), shared.wakeups.clone()));
         let sweeper = tokio::spawn(sweep::run(shared.clone()));
         let notifier = tokio::spawn(notifier::run(shared.clone()));
+        let vacuum = tokio::spawn(vacuum::run(shared.clone()));
         Ok(PgStore {
             shared,
-            _background: Arc::new(Background(vec![listener, sweeper, notifier])),
+            _background: Arc::new(Background(vec![listener, sweeper, notifier, vacuum])),
         })
     }
 

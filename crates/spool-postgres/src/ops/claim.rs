@@ -10,11 +10,13 @@
 //! How the statement runs depends on [`ClaimStrategy`]: directly, or under
 //! the per-queue lock of [`crate::ops::claim_lock`].
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rand::Rng;
 use spool_core::{ClaimRequest, StoreError, Task};
 use tokio::time::Instant;
+use tokio_postgres::Row;
 
 use crate::config::ClaimStrategy;
 use crate::db::{Db, Params};
@@ -22,6 +24,26 @@ use crate::error::{corrupt, db};
 use crate::row::StoredTask;
 use crate::store::Shared;
 use crate::values::millis;
+
+/// One fresh token per task that may be claimed, drawn from a CSPRNG: a
+/// token is a secret that proves the lease.
+fn fresh_tokens(max: u32) -> Vec<i64> {
+    let mut rng = rand::thread_rng();
+    (0..max).map(|_| rng.gen()).collect()
+}
+
+/// The tasks a claim statement answered, in claim order: the rows with an
+/// `n`, sorted by it (rows without one say something other than a task).
+fn claimed_in_order(rows: &[Row]) -> Result<Vec<Task>, StoreError> {
+    let mut claimed = Vec::with_capacity(rows.len());
+    for row in rows {
+        if let Some(n) = row.try_get::<_, Option<i64>>("n").map_err(corrupt)? {
+            claimed.push((n, StoredTask::from_row(row)?));
+        }
+    }
+    claimed.sort_unstable_by_key(|(n, _)| *n);
+    claimed.into_iter().map(|(_, t)| t.view()).collect()
+}
 
 impl Shared {
     pub(crate) async fn claim(&self, req: ClaimRequest) -> Result<Vec<Task>, StoreError> {
@@ -55,19 +77,14 @@ impl Shared {
         }
     }
 
-    /// One claim statement.
+    /// One claim statement; counts what it claimed towards the next vacuum.
     async fn claim_once(
         &self,
         req: &ClaimRequest,
         lease_ms: Option<i64>,
     ) -> Result<Vec<Task>, StoreError> {
         let max = i64::from(req.max);
-        // One fresh token per task that may be claimed, drawn from a CSPRNG:
-        // a token is a secret that proves the lease.
-        let tokens: Vec<i64> = {
-            let mut rng = rand::thread_rng();
-            (0..req.max).map(|_| rng.gen()).collect()
-        };
+        let tokens = fresh_tokens(req.max);
         let params: &Params<'_> = &[&req.queue.as_str(), &req.worker, &max, &lease_ms, &tokens];
         let rows = match self.config.claim {
             ClaimStrategy::SkipLocked => {
@@ -76,13 +93,10 @@ impl Shared {
             }
             ClaimStrategy::GlobalLock => self.claim_under_lock(params).await?,
         };
-        let mut claimed = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let n: i64 = row.try_get("n").map_err(corrupt)?;
-            claimed.push((n, StoredTask::from_row(row)?));
-        }
-        claimed.sort_unstable_by_key(|(n, _)| *n);
-        claimed.into_iter().map(|(_, t)| t.view()).collect()
+        let claimed = claimed_in_order(&rows)?;
+        self.claimed_since_vacuum
+            .fetch_add(claimed.len() as u64, Ordering::Relaxed);
+        Ok(claimed)
     }
 
     /// How long until the queue's next scheduled task is due, if any.

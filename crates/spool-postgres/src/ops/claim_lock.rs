@@ -28,8 +28,8 @@ const BACKOFF_MAX: Duration = Duration::from_millis(32);
 
 impl Shared {
     /// Runs the claim under the queue's lock, backing off while another
-    /// claimer holds it, for at most `acquire_timeout`. Answers the claimed
-    /// rows (those with an `n`).
+    /// claimer holds it, for at most `acquire_timeout`. Answers the
+    /// statement's rows, of which those with an `n` are claimed tasks.
     pub(crate) async fn claim_under_lock(
         &self,
         params: &Params<'_>,
@@ -50,17 +50,7 @@ impl Shared {
                 None => return Ok(rows),
             };
             if locked {
-                let mut claimed = Vec::with_capacity(rows.len());
-                for row in rows {
-                    if row
-                        .try_get::<_, Option<i64>>("n")
-                        .map_err(corrupt)?
-                        .is_some()
-                    {
-                        claimed.push(row);
-                    }
-                }
-                return Ok(claimed);
+                return Ok(rows);
             }
             if Instant::now() + pause > deadline {
                 return Err(StoreError::Unavailable(

@@ -1,0 +1,47 @@
+-- A fragment: the steps of a claim, for claim.sql and claim_global.sql,
+-- which put it in their WITH after a CTE
+-- `q (id, lease_ms, may_claim)`: the queue, when it exists and is not
+-- paused, and whether this statement may take from it.
+--
+-- Claims up to $3 tasks of queue $1 for worker $2. $4 the lease the claim
+-- asked for in ms (NULL: the queue's), $5 one fresh random token per task
+-- that may be claimed (at least $3 of them).
+--
+-- Candidates come from two index range scans, each stopping after $3 rows:
+-- ready rows in claim order (tasks_ready), and scheduled rows whose run_at
+-- has passed but which the sweeper has not promoted yet (tasks_scheduled).
+-- SKIP LOCKED makes concurrent claimers pass over each other's rows instead
+-- of waiting. The lease is the task's own lease_ms, else the asked one,
+-- else the queue's (spool_core::transition::lease_for).
+-- Defines `claimed`: the claimed tasks with n, their place in claim order.
+ready AS (
+    SELECT id, priority, run_at FROM {schema}.tasks
+    WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'ready'
+    ORDER BY priority, run_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+), due AS (
+    SELECT id, priority, run_at FROM {schema}.tasks
+    WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'scheduled'
+      AND run_at <= now()
+    ORDER BY run_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT id, row_number() OVER (ORDER BY priority, run_at, id) AS n
+    FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) c
+    ORDER BY priority, run_at, id
+    LIMIT $3
+), claimed AS (
+    UPDATE {schema}.tasks t SET
+        state = 'leased',
+        attempt = t.attempt + 1,
+        lease_owner = $2,
+        lease_token = ($5::bigint[])[p.n],
+        lease_expires_at = {schema}.now_ms()
+            + COALESCE(t.lease_ms, $4, (SELECT lease_ms FROM q)) * interval '1 millisecond',
+        updated_at = {schema}.now_ms()
+    FROM picked p
+    WHERE t.id = p.id
+    RETURNING p.n, {task}, $1::text AS queue
+)

@@ -1,0 +1,2 @@
+-- Gives back the lock of vacuum_lock.sql.
+SELECT pg_advisory_unlock(hashtext('spool.vacuum {schema}'))
