@@ -73,6 +73,7 @@ pub async fn drain(tasks: usize, consumers: usize, batch: usize) -> Drained {
     producers.join_all().await;
     let fill = started.elapsed();
 
+    let wal = crate::Wal::now().await;
     let started = Instant::now();
     let claim = Arc::new(CLAIM.replace("{s}", &s));
     let ack = Arc::new(ACK.replace("{s}", &s));
@@ -103,8 +104,9 @@ pub async fn drain(tasks: usize, consumers: usize, batch: usize) -> Drained {
     }
     let drained: usize = workers.join_all().await.into_iter().sum();
     let drain = started.elapsed();
+    let wal = crate::Wal::since(wal).await;
     assert_eq!(drained, tasks);
     drop(setup);
     crate::drop_schema(&schema).await;
-    Drained { fill, drain }
+    Drained { fill, drain, wal }
 }

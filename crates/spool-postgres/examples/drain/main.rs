@@ -7,7 +7,8 @@
 //! ```
 //! Defaults: 200,000 tasks, consumers 1,4,16, batches of 1,000; 100-byte
 //! payloads. Each row fills the queue (4 producers, batches of 1,000), then
-//! the consumers loop claim BATCH + ack the batch until it is empty. Uses
+//! the consumers loop claim BATCH + ack the batch until it is empty. Each
+//! figure comes with the WAL the drain wrote per task. Uses
 //! `DATABASE_URL` (default: the local development server) and schemas of
 //! its own, dropped at the end.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -22,6 +23,38 @@ use std::time::Duration;
 pub struct Drained {
     pub fill: Duration,
     pub drain: Duration,
+    /// WAL the whole cluster wrote during the drain (on a quiet machine,
+    /// the drain's own).
+    pub wal: Wal,
+}
+
+/// A reading of `pg_stat_wal`, or the difference of two.
+#[derive(Debug, Clone, Copy)]
+pub struct Wal {
+    pub bytes: f64,
+    pub full_pages: i64,
+}
+
+impl Wal {
+    pub async fn now() -> Wal {
+        let row = connect()
+            .await
+            .query_one("SELECT wal_bytes::float8, wal_fpi FROM pg_stat_wal", &[])
+            .await
+            .unwrap();
+        Wal {
+            bytes: row.get(0),
+            full_pages: row.get(1),
+        }
+    }
+
+    pub async fn since(start: Wal) -> Wal {
+        let end = Wal::now().await;
+        Wal {
+            bytes: end.bytes - start.bytes,
+            full_pages: end.full_pages - start.full_pages,
+        }
+    }
 }
 
 pub fn database_url() -> String {
@@ -64,7 +97,13 @@ async fn main() {
     println!("| consumers | Spool, SkipLocked | Spool, GlobalLock | hand-written SQL |");
     println!("| ---: | ---: | ---: | ---: |");
     for &n in &consumers {
-        let rate = |d: Drained| format!("{:.0}", tasks as f64 / d.drain.as_secs_f64());
+        let rate = |d: Drained| {
+            format!(
+                "{:.0} ({:.0} B WAL/task)",
+                tasks as f64 / d.drain.as_secs_f64(),
+                d.wal.bytes / tasks as f64,
+            )
+        };
         let skip = spool::drain(tasks, n, batch, spool_postgres::ClaimStrategy::SkipLocked).await;
         let global = spool::drain(tasks, n, batch, spool_postgres::ClaimStrategy::GlobalLock).await;
         let raw = baseline::drain(tasks, n, batch).await;

@@ -45,6 +45,7 @@ pub async fn drain(tasks: usize, consumers: usize, batch: usize, claim: ClaimStr
     producers.join_all().await;
     let fill = started.elapsed();
 
+    let wal = crate::Wal::now().await;
     let started = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
     for c in 0..consumers {
@@ -69,8 +70,9 @@ pub async fn drain(tasks: usize, consumers: usize, batch: usize, claim: ClaimStr
     }
     let drained: usize = workers.join_all().await.into_iter().sum();
     let drain = started.elapsed();
+    let wal = crate::Wal::since(wal).await;
     assert_eq!(drained, tasks);
     drop(store);
     crate::drop_schema(&schema).await;
-    Drained { fill, drain }
+    Drained { fill, drain, wal }
 }
