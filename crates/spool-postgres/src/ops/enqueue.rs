@@ -1,5 +1,10 @@
-//! Enqueue: a batch in two statements, atomic without a transaction of its
-//! own, so it can also run inside the caller's (transactional enqueue).
+//! Enqueue: a batch in one statement or two, atomic without a transaction
+//! of its own, so it can also run inside the caller's (transactional
+//! enqueue).
+//!
+//! A batch in which no task has a key, to a queue that exists, is one
+//! statement (`enqueue_keyless`): queue settings, ids, the payload check
+//! and the insert, one round trip. Otherwise:
 //!
 //! 1. `enqueue_prepare`: the queue's settings and fresh ids from the
 //!    sequence (the queue is created first if it is new and queues are not
@@ -70,11 +75,17 @@ enum Slot<'a> {
     SameKeyAs(usize),
 }
 
-/// The queue's id and what enqueue checks against.
+/// What a batch is checked against and filled in from: the queue's
+/// settings, or `None` where the statement applies them itself.
+struct Limits {
+    max_attempts: Option<i32>,
+    max_payload: Option<i64>,
+}
+
+/// The queue's id, its limits and fresh ids.
 struct Target {
     queue_id: i32,
-    max_attempts: i32,
-    max_payload: i64,
+    limits: Limits,
     ids: Vec<i64>,
 }
 
@@ -111,8 +122,14 @@ pub(crate) async fn enqueue_on(
         }
     }
 
+    if first_use.is_empty() {
+        if let Some(out) = enqueue_keyless(db_, sql, queue, &tasks, &slots, notify).await? {
+            return Ok(out);
+        }
+        // No such queue: the general path creates it (or refuses).
+    }
     let target = prepare(db_, sql, strict, queue, &tasks, &slots).await?;
-    let rows = Rows::build(&tasks, &slots, &target, queue.as_str())?;
+    let rows = Rows::build(&tasks, &slots, &target.limits, queue.as_str())?;
     let queue_name = queue.as_str();
     let notify_here = notify == NotifyIn::Statement;
     let answer = db_
@@ -176,6 +193,78 @@ pub(crate) async fn enqueue_on(
     Ok(out)
 }
 
+/// A batch without keys in one statement; `None` (and nothing written) if
+/// the queue does not exist.
+async fn enqueue_keyless(
+    db_: &(impl Db + ?Sized),
+    sql: &Sql,
+    queue: &QueueName,
+    tasks: &[NewTask],
+    slots: &[Slot<'_>],
+    notify: NotifyIn,
+) -> Result<Option<Vec<EnqueueOutcome>>, StoreError> {
+    let in_statement = Limits {
+        max_attempts: None,
+        max_payload: None,
+    };
+    let rows = Rows::build(tasks, slots, &in_statement, queue.as_str())?;
+    let queue_name = queue.as_str();
+    let notify_here = notify == NotifyIn::Statement;
+    let answer = db_
+        .query(
+            &sql.enqueue_keyless,
+            &[
+                &queue_name,
+                &notify_here,
+                &rows.kind,
+                &rows.priority,
+                &rows.run_at,
+                &rows.delay_ms,
+                &rows.max_attempts,
+                &rows.lease_ms,
+                &rows.payload_json,
+                &rows.payload,
+            ],
+        )
+        .await
+        .map_err(db)?;
+    let row = answer
+        .first()
+        .ok_or_else(|| corrupt("enqueue answered no row"))?;
+    let Some(max) = row
+        .try_get::<_, Option<i64>>("max_payload")
+        .map_err(corrupt)?
+    else {
+        return Ok(None);
+    };
+    if let Some(size) = row
+        .try_get::<_, Option<i32>>("too_large")
+        .map_err(corrupt)?
+    {
+        return Err(StoreError::PayloadTooLarge {
+            size: u64::try_from(size).map_err(corrupt)?,
+            max: u64::try_from(max).map_err(corrupt)?,
+        });
+    }
+    let ids: Vec<i64> = row.try_get("ids").map_err(corrupt)?;
+    if ids.len() != tasks.len() {
+        return Err(corrupt(format!(
+            "{} tasks enqueued answered {} ids",
+            tasks.len(),
+            ids.len()
+        )));
+    }
+    ids.into_iter()
+        .map(|id| {
+            Ok(EnqueueOutcome {
+                id: TaskId(u64::try_from(id).map_err(corrupt)?),
+                duplicate: false,
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
 /// Step 1: the queue (created if need be) and `n` fresh ids, ascending.
 /// A batch for a new queue is checked against the default settings before
 /// the queue is created, so a refused batch creates nothing.
@@ -196,11 +285,9 @@ async fn prepare(
     }
     let defaults = QueueSettings::default();
     let p = settings_params(queue, &defaults)?;
-    let provisional = Target {
-        queue_id: 0,
-        max_attempts: p.max_attempts(),
-        max_payload: p.max_payload(),
-        ids: Vec::new(),
+    let provisional = Limits {
+        max_attempts: Some(p.max_attempts()),
+        max_payload: Some(p.max_payload()),
     };
     Rows::build(tasks, slots, &provisional, queue.as_str())?;
     db_.query(&sql.create_queue, &p.as_params())
@@ -230,8 +317,10 @@ async fn lookup(
     ids.sort_unstable();
     Ok(Some(Target {
         queue_id: row.try_get("id").map_err(corrupt)?,
-        max_attempts: row.try_get("max_attempts").map_err(corrupt)?,
-        max_payload: row.try_get("max_payload").map_err(corrupt)?,
+        limits: Limits {
+            max_attempts: Some(row.try_get("max_attempts").map_err(corrupt)?),
+            max_payload: Some(row.try_get("max_payload").map_err(corrupt)?),
+        },
         ids,
     }))
 }
@@ -243,7 +332,7 @@ struct Rows<'a> {
     run_at: Vec<Option<SystemTime>>,
     delay_ms: Vec<i64>,
     key: Vec<Option<&'a str>>,
-    max_attempts: Vec<i32>,
+    max_attempts: Vec<Option<i32>>,
     lease_ms: Vec<Option<i64>>,
     payload_json: Vec<bool>,
     payload: Vec<&'a [u8]>,
@@ -251,14 +340,14 @@ struct Rows<'a> {
 
 impl<'a> Rows<'a> {
     /// Checks every task (duplicates included, as they would be refused
-    /// on their own) and lays out the new ones.
+    /// on their own) against `limits` and lays out the new ones.
     fn build(
         tasks: &'a [NewTask],
         slots: &[Slot<'a>],
-        target: &Target,
+        limits: &Limits,
         default_kind: &'a str,
     ) -> Result<Rows<'a>, StoreError> {
-        let n = target.ids.len();
+        let n = tasks.len();
         let mut rows = Rows {
             kind: Vec::with_capacity(n),
             priority: Vec::with_capacity(n),
@@ -271,16 +360,20 @@ impl<'a> Rows<'a> {
             payload: Vec::with_capacity(n),
         };
         for (t, slot) in tasks.iter().zip(slots) {
-            let size = t.payload.len() as u64;
-            let max = u64::try_from(target.max_payload).unwrap_or(0);
-            if size > max {
-                return Err(StoreError::PayloadTooLarge { size, max });
+            if let Some(max) = limits.max_payload {
+                let size = t.payload.len() as u64;
+                let max = u64::try_from(max).unwrap_or(0);
+                if size > max {
+                    return Err(StoreError::PayloadTooLarge { size, max });
+                }
             }
             let max_attempts = match t.max_attempts {
                 Some(0) => return Err(StoreError::bad_request("max_attempts must be at least 1")),
-                Some(m) => i32::try_from(m)
-                    .map_err(|_| StoreError::bad_request("max_attempts is too large"))?,
-                None => target.max_attempts,
+                Some(m) => Some(
+                    i32::try_from(m)
+                        .map_err(|_| StoreError::bad_request("max_attempts is too large"))?,
+                ),
+                None => limits.max_attempts,
             };
             let lease_ms = match t.lease_ms {
                 Some(0) => return Err(StoreError::bad_request("lease_ms must be at least 1")),
