@@ -1,0 +1,25 @@
+-- Enqueue of a single task without a key, outside a caller's transaction:
+-- what enqueue_keyless.sql does for a batch of one, as a plain
+-- INSERT ... SELECT, whose plan is far cheaper to start for every call.
+--
+-- $1 queue name, $2 kind, $3 priority, $4 run_at (NULL: now plus
+-- $5 delay_ms), $6 max_attempts (NULL: the queue's), $7 lease_ms,
+-- $8 payload_json, $9 payload.
+--
+-- Answers the new task's id; no row, and nothing written, when the queue
+-- does not exist or the payload is larger than its max_payload (the
+-- caller then asks enqueue_keyless.sql, which tells which).
+INSERT INTO {schema}.tasks
+    (id, queue_id, state, priority, run_at, attempt, max_attempts, lease_ms,
+     kind, key, payload_json, payload, created_at, updated_at)
+SELECT nextval('{schema}.task_ids'), q.id,
+       CASE WHEN r.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
+       $3::smallint, r.run_at, 0, COALESCE($6::integer, q.max_attempts), $7::bigint,
+       $2::text, NULL, $8::boolean, $9::bytea, {schema}.now_ms(), {schema}.now_ms()
+FROM {schema}.queues q
+CROSS JOIN LATERAL (
+    SELECT COALESCE($4::timestamptz,
+                    {schema}.now_ms() + $5::bigint * interval '1 millisecond') AS run_at
+) r
+WHERE q.name = $1 AND octet_length($9::bytea) <= q.max_payload
+RETURNING id
