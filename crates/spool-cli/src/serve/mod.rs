@@ -81,6 +81,17 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_enum, value_name = "STRATEGY", default_value_t = PgClaim::SkipLocked)]
     pub pg_claim: PgClaim,
 
+    /// On PostgreSQL, vacuum the task table after this node has claimed
+    /// this many tasks since it last did, so claims do not walk the index
+    /// pages of drained rows; one node at a time does. 0 leaves it to
+    /// autovacuum.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = PgConfig::default().vacuum_after_claims
+    )]
+    pub pg_vacuum_after_claims: u64,
+
     /// Address and port to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7700")]
     pub listen: SocketAddr,
@@ -169,6 +180,7 @@ fn open_store(
                 PgClaim::SkipLocked => ClaimStrategy::SkipLocked,
                 PgClaim::GlobalLock => ClaimStrategy::GlobalLock,
             },
+            vacuum_after_claims: args.pg_vacuum_after_claims,
             ..PgConfig::default()
         };
         let store = runtime
