@@ -19,22 +19,26 @@
 //!
 //! Keys used twice within a batch are resolved here: the second use is a
 //! duplicate of the first and never reaches the database.
+//!
+//! Map: this file runs a batch through the right path; `rows` checks the
+//! tasks and lays them out as one array per column; `keyless` holds the
+//! one-statement paths.
+
+mod keyless;
+mod rows;
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
 
 use spool_core::store::MAX_BATCH;
-use spool_core::task::RunAt;
-use spool_core::{
-    EnqueueOutcome, NewTask, PayloadFormat, QueueName, QueueSettings, StoreError, TaskId, TaskKey,
-};
+use spool_core::{EnqueueOutcome, NewTask, QueueName, QueueSettings, StoreError, TaskId, TaskKey};
 
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::ops::queues::settings_params;
 use crate::sql::Sql;
 use crate::store::Shared;
-use crate::values::{millis, time};
+use keyless::{enqueue_keyless, enqueue_one};
+use rows::{Limits, Rows};
 
 impl Shared {
     pub(crate) async fn enqueue(
@@ -70,18 +74,11 @@ pub(crate) enum NotifyIn {
 }
 
 /// Where each task of the batch goes.
-enum Slot<'a> {
+pub(super) enum Slot<'a> {
     /// Inserted (unless its key is taken), as the n-th new row.
     New(usize, Option<&'a TaskKey>),
     /// A later use of a key already used at this index of the batch.
     SameKeyAs(usize),
-}
-
-/// What a batch is checked against and filled in from: the queue's
-/// settings, or `None` where the statement applies them itself.
-struct Limits {
-    max_attempts: Option<i32>,
-    max_payload: Option<i64>,
 }
 
 /// The queue's id, its limits and fresh ids.
@@ -202,127 +199,6 @@ pub(crate) async fn enqueue_on(
     Ok(out)
 }
 
-/// One task without a key, as a plain INSERT; `None` (and nothing written)
-/// if the queue does not exist or refuses the payload: the batch statement
-/// then tells which.
-async fn enqueue_one(
-    db_: &(impl Db + ?Sized),
-    sql: &Sql,
-    queue: &QueueName,
-    task: &NewTask,
-    slots: &[Slot<'_>],
-) -> Result<Option<EnqueueOutcome>, StoreError> {
-    let in_statement = Limits {
-        max_attempts: None,
-        max_payload: None,
-    };
-    let rows = Rows::build(
-        std::slice::from_ref(task),
-        slots,
-        &in_statement,
-        queue.as_str(),
-    )?;
-    let answer = db_
-        .query(
-            &sql.enqueue_one,
-            &[
-                &queue.as_str(),
-                &rows.kind[0],
-                &rows.priority[0],
-                &rows.run_at[0],
-                &rows.delay_ms[0],
-                &rows.max_attempts[0],
-                &rows.lease_ms[0],
-                &rows.payload_json[0],
-                &rows.payload[0],
-            ],
-        )
-        .await
-        .map_err(db)?;
-    answer
-        .first()
-        .map(|row| {
-            let id: i64 = row.try_get(0).map_err(corrupt)?;
-            Ok(EnqueueOutcome {
-                id: TaskId(u64::try_from(id).map_err(corrupt)?),
-                duplicate: false,
-            })
-        })
-        .transpose()
-}
-
-/// A batch without keys in one statement; `None` (and nothing written) if
-/// the queue does not exist.
-async fn enqueue_keyless(
-    db_: &(impl Db + ?Sized),
-    sql: &Sql,
-    queue: &QueueName,
-    tasks: &[NewTask],
-    slots: &[Slot<'_>],
-    notify: NotifyIn,
-) -> Result<Option<Vec<EnqueueOutcome>>, StoreError> {
-    let in_statement = Limits {
-        max_attempts: None,
-        max_payload: None,
-    };
-    let rows = Rows::build(tasks, slots, &in_statement, queue.as_str())?;
-    let queue_name = queue.as_str();
-    let notify_here = notify == NotifyIn::Statement;
-    let answer = db_
-        .query(
-            &sql.enqueue_keyless,
-            &[
-                &queue_name,
-                &notify_here,
-                &rows.kind,
-                &rows.priority,
-                &rows.run_at,
-                &rows.delay_ms,
-                &rows.max_attempts,
-                &rows.lease_ms,
-                &rows.payload_json,
-                &rows.payload,
-            ],
-        )
-        .await
-        .map_err(db)?;
-    let row = answer
-        .first()
-        .ok_or_else(|| corrupt("enqueue answered no row"))?;
-    let Some(max) = row
-        .try_get::<_, Option<i64>>("max_payload")
-        .map_err(corrupt)?
-    else {
-        return Ok(None);
-    };
-    if let Some(size) = row
-        .try_get::<_, Option<i32>>("too_large")
-        .map_err(corrupt)?
-    {
-        return Err(StoreError::PayloadTooLarge {
-            size: u64::try_from(size).map_err(corrupt)?,
-            max: u64::try_from(max).map_err(corrupt)?,
-        });
-    }
-    let ids: Vec<i64> = row.try_get("ids").map_err(corrupt)?;
-    if ids.len() != tasks.len() {
-        return Err(corrupt(format!(
-            "{} tasks enqueued answered {} ids",
-            tasks.len(),
-            ids.len()
-        )));
-    }
-    ids.into_iter()
-        .map(|id| {
-            Ok(EnqueueOutcome {
-                id: TaskId(u64::try_from(id).map_err(corrupt)?),
-                duplicate: false,
-            })
-        })
-        .collect::<Result<_, _>>()
-        .map(Some)
-}
-
 /// Step 1: the queue (created if need be) and `n` fresh ids, ascending.
 /// A batch for a new queue is checked against the default settings before
 /// the queue is created, so a refused batch creates nothing.
@@ -381,86 +257,4 @@ async fn lookup(
         },
         ids,
     }))
-}
-
-/// The new rows as one array per column.
-struct Rows<'a> {
-    kind: Vec<&'a str>,
-    priority: Vec<i16>,
-    run_at: Vec<Option<SystemTime>>,
-    delay_ms: Vec<i64>,
-    key: Vec<Option<&'a str>>,
-    max_attempts: Vec<Option<i32>>,
-    lease_ms: Vec<Option<i64>>,
-    payload_json: Vec<bool>,
-    payload: Vec<&'a [u8]>,
-}
-
-impl<'a> Rows<'a> {
-    /// Checks every task (duplicates included, as they would be refused
-    /// on their own) against `limits` and lays out the new ones.
-    fn build(
-        tasks: &'a [NewTask],
-        slots: &[Slot<'a>],
-        limits: &Limits,
-        default_kind: &'a str,
-    ) -> Result<Rows<'a>, StoreError> {
-        let n = tasks.len();
-        let mut rows = Rows {
-            kind: Vec::with_capacity(n),
-            priority: Vec::with_capacity(n),
-            run_at: Vec::with_capacity(n),
-            delay_ms: Vec::with_capacity(n),
-            key: Vec::with_capacity(n),
-            max_attempts: Vec::with_capacity(n),
-            lease_ms: Vec::with_capacity(n),
-            payload_json: Vec::with_capacity(n),
-            payload: Vec::with_capacity(n),
-        };
-        for (t, slot) in tasks.iter().zip(slots) {
-            if let Some(max) = limits.max_payload {
-                let size = t.payload.len() as u64;
-                let max = u64::try_from(max).unwrap_or(0);
-                if size > max {
-                    return Err(StoreError::PayloadTooLarge { size, max });
-                }
-            }
-            let max_attempts = match t.max_attempts {
-                Some(0) => return Err(StoreError::bad_request("max_attempts must be at least 1")),
-                Some(m) => Some(
-                    i32::try_from(m)
-                        .map_err(|_| StoreError::bad_request("max_attempts is too large"))?,
-                ),
-                None => limits.max_attempts,
-            };
-            let lease_ms = match t.lease_ms {
-                Some(0) => return Err(StoreError::bad_request("lease_ms must be at least 1")),
-                Some(ms) => Some(millis("lease_ms", Duration::from_millis(ms))?),
-                None => None,
-            };
-            let (run_at, delay_ms) = match t.run_at {
-                RunAt::Now => (None, 0),
-                RunAt::At(at) => (Some(time(at)?), 0),
-                RunAt::After(d) => (None, millis("delay", d)?),
-            };
-            if let Slot::SameKeyAs(_) = slot {
-                continue;
-            }
-            rows.kind.push(match &t.kind {
-                Some(k) => k.as_str(),
-                // A task's kind defaults to its queue's name.
-                None => default_kind,
-            });
-            rows.priority.push(t.priority);
-            rows.run_at.push(run_at);
-            rows.delay_ms.push(delay_ms);
-            rows.key.push(t.key.as_ref().map(TaskKey::as_str));
-            rows.max_attempts.push(max_attempts);
-            rows.lease_ms.push(lease_ms);
-            rows.payload_json
-                .push(t.payload.format == PayloadFormat::Json);
-            rows.payload.push(&t.payload.bytes);
-        }
-        Ok(rows)
-    }
 }

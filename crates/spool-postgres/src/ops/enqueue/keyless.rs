@@ -1,0 +1,126 @@
+//! The one-statement enqueues: a batch in which no task has a key
+//! (`sql/enqueue_keyless.sql`), and a single such task as a plain
+//! `INSERT ... SELECT` (`sql/enqueue_one.sql`). Both write nothing and
+//! answer `None` when the queue does not exist, for the general path to
+//! create it.
+
+use spool_core::{EnqueueOutcome, NewTask, QueueName, StoreError, TaskId};
+
+use super::rows::{Limits, Rows};
+use super::{NotifyIn, Slot};
+use crate::db::Db;
+use crate::error::{corrupt, db};
+use crate::sql::Sql;
+
+/// One task without a key, as a plain INSERT; `None` (and nothing written)
+/// if the queue does not exist or refuses the payload: the batch statement
+/// then tells which.
+pub(super) async fn enqueue_one(
+    db_: &(impl Db + ?Sized),
+    sql: &Sql,
+    queue: &QueueName,
+    task: &NewTask,
+    slots: &[Slot<'_>],
+) -> Result<Option<EnqueueOutcome>, StoreError> {
+    let rows = Rows::build(
+        std::slice::from_ref(task),
+        slots,
+        &Limits::IN_STATEMENT,
+        queue.as_str(),
+    )?;
+    let answer = db_
+        .query(
+            &sql.enqueue_one,
+            &[
+                &queue.as_str(),
+                &rows.kind[0],
+                &rows.priority[0],
+                &rows.run_at[0],
+                &rows.delay_ms[0],
+                &rows.max_attempts[0],
+                &rows.lease_ms[0],
+                &rows.payload_json[0],
+                &rows.payload[0],
+            ],
+        )
+        .await
+        .map_err(db)?;
+    answer
+        .first()
+        .map(|row| {
+            let id: i64 = row.try_get(0).map_err(corrupt)?;
+            Ok(EnqueueOutcome {
+                id: TaskId(u64::try_from(id).map_err(corrupt)?),
+                duplicate: false,
+            })
+        })
+        .transpose()
+}
+
+/// A batch without keys in one statement; `None` (and nothing written) if
+/// the queue does not exist.
+pub(super) async fn enqueue_keyless(
+    db_: &(impl Db + ?Sized),
+    sql: &Sql,
+    queue: &QueueName,
+    tasks: &[NewTask],
+    slots: &[Slot<'_>],
+    notify: NotifyIn,
+) -> Result<Option<Vec<EnqueueOutcome>>, StoreError> {
+    let rows = Rows::build(tasks, slots, &Limits::IN_STATEMENT, queue.as_str())?;
+    let queue_name = queue.as_str();
+    let notify_here = notify == NotifyIn::Statement;
+    let answer = db_
+        .query(
+            &sql.enqueue_keyless,
+            &[
+                &queue_name,
+                &notify_here,
+                &rows.kind,
+                &rows.priority,
+                &rows.run_at,
+                &rows.delay_ms,
+                &rows.max_attempts,
+                &rows.lease_ms,
+                &rows.payload_json,
+                &rows.payload,
+            ],
+        )
+        .await
+        .map_err(db)?;
+    let row = answer
+        .first()
+        .ok_or_else(|| corrupt("enqueue answered no row"))?;
+    let Some(max) = row
+        .try_get::<_, Option<i64>>("max_payload")
+        .map_err(corrupt)?
+    else {
+        return Ok(None);
+    };
+    if let Some(size) = row
+        .try_get::<_, Option<i32>>("too_large")
+        .map_err(corrupt)?
+    {
+        return Err(StoreError::PayloadTooLarge {
+            size: u64::try_from(size).map_err(corrupt)?,
+            max: u64::try_from(max).map_err(corrupt)?,
+        });
+    }
+    let ids: Vec<i64> = row.try_get("ids").map_err(corrupt)?;
+    if ids.len() != tasks.len() {
+        return Err(corrupt(format!(
+            "{} tasks enqueued answered {} ids",
+            tasks.len(),
+            ids.len()
+        )));
+    }
+    ids.into_iter()
+        .map(|id| {
+            Ok(EnqueueOutcome {
+                id: TaskId(u64::try_from(id).map_err(corrupt)?),
+                duplicate: false,
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
