@@ -6,10 +6,10 @@
 //! tasks: a LISTEN connection that wakes waiting claimers, a sweeper that
 //! writes expired leases down and promotes due tasks, a notifier that sends
 //! coalesced NOTIFYs, and a vacuum of the task table after every so many
-//! claims. [`PgStore`]
-//! implements [`spool_core::Store`] with the semantics of SPEC §3 and passes
-//! the conformance suite, schedules (SPEC §5) included; [`PgStore::enqueue_in`]
-//! enqueues inside a transaction of the caller's.
+//! claims. [`PgStore`] implements [`spool_core::Store`] with the semantics
+//! of SPEC §3 and passes the conformance suite, schedules (SPEC §5)
+//! included; [`PgStore::enqueue_in`] enqueues inside a transaction of the
+//! caller's.
 //!
 //! The database clock is the only clock: every time is `now()` of the
 //! statement that writes it, truncated to the millisecond, and

@@ -28,31 +28,25 @@ pub struct Drained {
     pub wal: Wal,
 }
 
-/// A reading of `pg_stat_wal`, or the difference of two.
+/// WAL bytes from `pg_stat_wal`: a reading, or the difference of two.
 #[derive(Debug, Clone, Copy)]
 pub struct Wal {
     pub bytes: f64,
-    pub full_pages: i64,
 }
 
 impl Wal {
     pub async fn now() -> Wal {
         let row = connect()
             .await
-            .query_one("SELECT wal_bytes::float8, wal_fpi FROM pg_stat_wal", &[])
+            .query_one("SELECT wal_bytes::float8 FROM pg_stat_wal", &[])
             .await
             .unwrap();
-        Wal {
-            bytes: row.get(0),
-            full_pages: row.get(1),
-        }
+        Wal { bytes: row.get(0) }
     }
 
     pub async fn since(start: Wal) -> Wal {
-        let end = Wal::now().await;
         Wal {
-            bytes: end.bytes - start.bytes,
-            full_pages: end.full_pages - start.full_pages,
+            bytes: Wal::now().await.bytes - start.bytes,
         }
     }
 }

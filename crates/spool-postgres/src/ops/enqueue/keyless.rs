@@ -47,13 +47,7 @@ pub(super) async fn enqueue_one(
         .map_err(db)?;
     answer
         .first()
-        .map(|row| {
-            let id: i64 = row.try_get(0).map_err(corrupt)?;
-            Ok(EnqueueOutcome {
-                id: TaskId(u64::try_from(id).map_err(corrupt)?),
-                duplicate: false,
-            })
-        })
+        .map(|row| created(row.try_get(0).map_err(corrupt)?))
         .transpose()
 }
 
@@ -115,12 +109,16 @@ pub(super) async fn enqueue_keyless(
         )));
     }
     ids.into_iter()
-        .map(|id| {
-            Ok(EnqueueOutcome {
-                id: TaskId(u64::try_from(id).map_err(corrupt)?),
-                duplicate: false,
-            })
-        })
+        .map(created)
         .collect::<Result<_, _>>()
         .map(Some)
+}
+
+/// The outcome of a task these statements inserted (never a duplicate:
+/// they take no keys).
+fn created(id: i64) -> Result<EnqueueOutcome, StoreError> {
+    Ok(EnqueueOutcome {
+        id: TaskId(u64::try_from(id).map_err(corrupt)?),
+        duplicate: false,
+    })
 }
