@@ -28,7 +28,10 @@ pub struct Drained {
     pub wal: Wal,
 }
 
-/// WAL bytes from `pg_stat_wal`: a reading, or the difference of two.
+/// WAL position in bytes (`pg_current_wal_lsn`), or the WAL written
+/// between two readings. The position, not `pg_stat_wal`: backends flush
+/// those counters lazily (at most once a second, later when idle), so a
+/// store whose connections stay open would be read short.
 #[derive(Debug, Clone, Copy)]
 pub struct Wal {
     pub bytes: f64,
@@ -38,7 +41,10 @@ impl Wal {
     pub async fn now() -> Wal {
         let row = connect()
             .await
-            .query_one("SELECT wal_bytes::float8 FROM pg_stat_wal", &[])
+            .query_one(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8",
+                &[],
+            )
             .await
             .unwrap();
         Wal { bytes: row.get(0) }
