@@ -22,7 +22,7 @@ render() { sed -e "s/{schema}/\"$schema\"/g" "$@"; }
 
 [ "${SKIP_FILL:-}" = 1 ] || {
   echo "DROP SCHEMA IF EXISTS \"$schema\" CASCADE; CREATE SCHEMA \"$schema\";"
-  render migrations/0001_tasks.sql migrations/0002_schedules.sql migrations/0003_vacuum_truncate.sql
+  render migrations/*.sql
   cat <<SQL
 INSERT INTO "$schema".queues (name, lease_ms, max_attempts, backoff_base_ms, backoff_max_ms,
     dedup_window_ms, max_payload, paused)

@@ -4,13 +4,26 @@
 -- 'done', 'lease_lost' (the task lives under another or no lease) or
 -- 'not_found'. An id given twice succeeds for each copy with the right
 -- token.
+--
+-- Each item looks its row up by id alone, so that only the primary key
+-- can serve the lookup (LIMIT 1 keeps it from being flattened into a join
+-- the planner could turn around), and the delete reaches the rows by
+-- ctid: no plan depends on the table's statistics (README.md). A row
+-- changed by another transaction since the lookup has another ctid and is
+-- not deleted: that item is refused.
 WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS a(id, token, ord)
+), held AS (
+    SELECT m.ctid
+    FROM input a
+    CROSS JOIN LATERAL (
+        SELECT t.ctid, t.state, t.lease_token, t.lease_expires_at
+        FROM {schema}.tasks t WHERE t.id = a.id LIMIT 1
+    ) m
+    WHERE m.lease_token = a.token AND m.state = 'leased' AND m.lease_expires_at > now()
 ), gone AS (
     DELETE FROM {schema}.tasks t
-    USING input a
-    WHERE t.id = a.id AND t.lease_token = a.token
-      AND t.state = 'leased' AND t.lease_expires_at > now()
+    WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM held))
     RETURNING t.id, t.lease_token, t.queue_id, t.key
 ), retired AS (
     UPDATE {schema}.keys k

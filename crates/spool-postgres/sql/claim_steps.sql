@@ -13,22 +13,27 @@
 -- SKIP LOCKED makes concurrent claimers pass over each other's rows instead
 -- of waiting. The lease is the task's own lease_ms, else the asked one,
 -- else the queue's (spool_core::transition::lease_for).
+--
+-- The update finds the locked rows by their ctid, not by joining on id:
+-- no plan of it depends on the table's statistics (README.md, "Plans that
+-- do not trust statistics"). The rows are locked by this statement, so
+-- their ctids hold until it ends.
 -- Defines `claimed`: the claimed tasks with n, their place in claim order.
 ready AS (
-    SELECT id, priority, run_at FROM {schema}.tasks
+    SELECT ctid, id, priority, run_at FROM {schema}.tasks
     WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'ready'
     ORDER BY priority, run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 ), due AS (
-    SELECT id, priority, run_at FROM {schema}.tasks
+    SELECT ctid, id, priority, run_at FROM {schema}.tasks
     WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'scheduled'
       AND run_at <= now()
     ORDER BY run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT id, row_number() OVER (ORDER BY priority, run_at, id) AS n
+    SELECT ctid, row_number() OVER (ORDER BY priority, run_at, id) AS n
     FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) c
     ORDER BY priority, run_at, id
     LIMIT $3
@@ -42,6 +47,6 @@ ready AS (
             + COALESCE(t.lease_ms, $4, (SELECT lease_ms FROM q)) * interval '1 millisecond',
         updated_at = {schema}.now_ms()
     FROM picked p
-    WHERE t.id = p.id
+    WHERE t.ctid = p.ctid
     RETURNING p.n, {task}, $1::text AS queue
 )

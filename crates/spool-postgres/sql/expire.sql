@@ -2,6 +2,26 @@
 -- element, task $1 whose lease token is still $2 becomes dead ($3) or ready
 -- again at $4, with errors $5; updated when the lease ran out ($4).
 -- Answers the ids written.
+--
+-- Each element looks its row up by id alone, so that only the primary key
+-- can serve the lookup (LIMIT 1 and MATERIALIZED keep the lookups from
+-- being flattened into a join the planner could turn around), and the
+-- update reaches the rows by ctid: no plan depends on the table's
+-- statistics (README.md). A row changed by another transaction since has
+-- another ctid and is left alone.
+WITH u AS (
+    SELECT *
+    FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::timestamptz[], $5::jsonb[])
+        AS u(id, token, dead, at, errors)
+), target AS MATERIALIZED (
+    SELECT m.ctid, u.*
+    FROM u
+    CROSS JOIN LATERAL (
+        SELECT t.ctid, t.state, t.lease_token
+        FROM {schema}.tasks t WHERE t.id = u.id LIMIT 1
+    ) m
+    WHERE m.state = 'leased' AND m.lease_token = u.token
+)
 UPDATE {schema}.tasks t SET
     state = CASE WHEN u.dead THEN 'dead' ELSE 'ready' END,
     run_at = CASE WHEN u.dead THEN t.run_at ELSE u.at END,
@@ -10,7 +30,6 @@ UPDATE {schema}.tasks t SET
     lease_token = NULL,
     lease_expires_at = NULL,
     updated_at = u.at
-FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::timestamptz[], $5::jsonb[])
-    AS u(id, token, dead, at, errors)
-WHERE t.id = u.id AND t.state = 'leased' AND t.lease_token = u.token
+FROM target u
+WHERE t.ctid = u.ctid AND t.lease_token = u.token
 RETURNING t.id

@@ -1,11 +1,13 @@
 -- Scheduled tasks whose run_at has passed become ready (up to $1 per
 -- queue), and claimers waiting on their queues are woken. Answers one row
--- per woken queue.
+-- per woken queue. The update finds the locked rows by ctid, with no join
+-- for the planner to turn into a scan of the table (claim_steps.sql says
+-- why).
 WITH due AS (
-    SELECT d.id
+    SELECT d.ctid
     FROM {schema}.queues q
     CROSS JOIN LATERAL (
-        SELECT t.id FROM {schema}.tasks t
+        SELECT t.ctid FROM {schema}.tasks t
         WHERE t.queue_id = q.id AND t.state = 'scheduled' AND t.run_at <= now()
         ORDER BY t.run_at
         LIMIT $1
@@ -13,8 +15,7 @@ WITH due AS (
     ) d
 ), promoted AS (
     UPDATE {schema}.tasks t SET state = 'ready'
-    FROM due
-    WHERE t.id = due.id
+    WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM due))
     RETURNING t.queue_id
 )
 SELECT pg_notify({channel}, q.name)

@@ -34,6 +34,8 @@ mod error;
 mod migrate;
 mod notifier;
 mod ops;
+#[cfg(test)]
+mod plans;
 mod row;
 mod sql;
 mod store;

@@ -38,6 +38,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "vacuum keeps the task table's pages",
         sql: include_str!("../migrations/0003_vacuum_truncate.sql"),
     },
+    Migration {
+        version: 4,
+        name: "due scheduled tasks in claim order",
+        sql: include_str!("../migrations/0004_scheduled_in_claim_order.sql"),
+    },
 ];
 
 /// The latest version this build knows.
