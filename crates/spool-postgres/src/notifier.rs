@@ -12,6 +12,16 @@
 //! never a task), so the lock is held for microseconds and a burst of
 //! enqueues costs one NOTIFY per queue.
 //!
+//! Rounds are at least [`MIN_GAP`] apart. A queue quiet for longer is
+//! announced at once, so an idle consumer's pickup is as prompt as ever;
+//! under load the requests of a few milliseconds share one round. Each
+//! round costs a transaction here and, in every listening process, a
+//! wake-up of its LISTEN backend and connection: sent after every commit,
+//! they took as much of PostgreSQL's CPU as the enqueues themselves
+//! (profile of single-task enqueues, docs/BENCHMARKS.md). A round is one
+//! round trip: one simple query of `SET LOCAL` and the NOTIFYs, which runs
+//! as one implicit transaction.
+//!
 //! Invariant: a request made after a commit leads to a NOTIFY sent after
 //! that commit — the pending set is taken only by the sender, which
 //! starts its transaction after taking it.
@@ -21,9 +31,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::error;
 use crate::store::Shared;
+
+/// Shortest time between the starts of two rounds of NOTIFYs: the most a
+/// claimer waiting in another process hears of new work late while work
+/// keeps coming.
+pub(crate) const MIN_GAP: Duration = Duration::from_millis(5);
 
 /// How long the sender rests after a failure (the database is down);
 /// waiters poll meanwhile.
@@ -57,12 +73,17 @@ impl Notifier {
 
 /// The sender: runs until the store's background tasks are aborted.
 pub(crate) async fn run(shared: Arc<Shared>) {
+    let mut last_round: Option<Instant> = None;
     loop {
         shared.notifier.kick.notified().await;
+        if let Some(last) = last_round {
+            tokio::time::sleep_until(last + MIN_GAP).await;
+        }
         let queues = shared.notifier.take();
         if queues.is_empty() {
             continue;
         }
+        last_round = Some(Instant::now());
         if let Err(e) = send(&shared, &queues).await {
             tracing::warn!(error = %e, "could not notify waiting claimers; they will poll");
             tokio::time::sleep(RETRY).await;
@@ -71,13 +92,40 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 }
 
 async fn send(shared: &Shared, queues: &[String]) -> Result<(), spool_core::StoreError> {
-    let mut client = shared.client().await?;
-    let tx = client.transaction().await.map_err(error::db)?;
-    tx.batch_execute("SET LOCAL synchronous_commit = off")
+    let client = shared.client().await?;
+    client
+        .batch_execute(&round(&shared.channel, queues))
         .await
-        .map_err(error::db)?;
-    tx.query(&shared.sql.notify, &[&queues])
-        .await
-        .map_err(error::db)?;
-    tx.commit().await.map_err(error::db)
+        .map_err(error::db)
+}
+
+/// One round as a simple query. Channel and queue names are validated
+/// names (`[a-z0-9_.]`, `[A-Za-z0-9._:-]`), so quoting cannot be escaped;
+/// quotes are doubled anyway.
+fn round(channel: &str, queues: &[String]) -> String {
+    let literal = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    let channel = literal(channel);
+    let notifies: Vec<String> = queues
+        .iter()
+        .map(|q| format!("pg_notify({channel}, {})", literal(q)))
+        .collect();
+    format!(
+        "SET LOCAL synchronous_commit = off; SELECT {}",
+        notifies.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_is_one_implicit_transaction_without_a_flush() {
+        let sql = round("jobs.ready", &["a".into(), "it's".into()]);
+        assert_eq!(
+            sql,
+            "SET LOCAL synchronous_commit = off; \
+             SELECT pg_notify('jobs.ready', 'a'), pg_notify('jobs.ready', 'it''s')"
+        );
+    }
 }

@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub(crate) pool: Pool,
     pub(crate) sql: Sql,
     pub(crate) config: PgConfig,
+    /// The schema's LISTEN/NOTIFY channel.
+    pub(crate) channel: String,
     pub(crate) wakeups: Arc<Wakeups>,
     pub(crate) notifier: Notifier,
     /// Tasks this process claimed since it last vacuumed ([`crate::vacuum`]).
@@ -149,6 +151,7 @@ impl PgStore {
             pool,
             sql: Sql::new(&schema),
             config,
+            channel: schema.channel(),
             wakeups: Arc::new(Wakeups::default()),
             notifier: Notifier::default(),
             claimed_since_vacuum: AtomicU64::new(0),
