@@ -9,8 +9,10 @@
 -- can serve the lookup (LIMIT 1 keeps it from being flattened into a join
 -- the planner could turn around), and the delete reaches the rows by
 -- ctid: no plan depends on the table's statistics (README.md). A row
--- changed by another transaction since the lookup has another ctid and is
--- not deleted: that item is refused.
+-- changed by another transaction since the lookup (the holder's own
+-- heartbeat, say) has another ctid and is not deleted: that item answers
+-- 'lease_lost', and the store runs such items again in a statement of
+-- their own (src/ops/lease.rs), which sees the change.
 WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS a(id, token, ord)
 ), held AS (

@@ -67,7 +67,30 @@ impl Shared {
         }
     }
 
+    /// Acks a batch in one statement. The statement passes over a row that
+    /// another transaction changed after it began (it deletes by ctid), so
+    /// the items it refused get a second look in a statement of their own:
+    /// a holder whose heartbeat raced its ack still has its lease.
     pub(crate) async fn ack_many(
+        &self,
+        acks: &[(TaskId, LeaseToken)],
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        let mut results = self.ack_statement(acks).await?;
+        let refused: Vec<usize> = (0..results.len())
+            .filter(|&i| results[i] == Err(StoreError::LeaseLost))
+            .collect();
+        if refused.is_empty() {
+            return Ok(results);
+        }
+        let again: Vec<(TaskId, LeaseToken)> = refused.iter().map(|&i| acks[i]).collect();
+        for (i, result) in refused.into_iter().zip(self.ack_statement(&again).await?) {
+            results[i] = result;
+        }
+        Ok(results)
+    }
+
+    /// One statement that acks every item of `acks`.
+    async fn ack_statement(
         &self,
         acks: &[(TaskId, LeaseToken)],
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
