@@ -66,6 +66,8 @@
 //! - `embedded` (default): [`embedded::open`], a data directory in this
 //!   process — the fastest, no server to run;
 //! - `remote`: `remote::connect`, a Spool server over HTTP;
+//! - `postgres`: `postgres::connect`, PostgreSQL shared by any number of
+//!   processes, with enqueue inside the caller's own transaction;
 //! - `otel`: OpenTelemetry export of the per-run spans (module `otel`).
 //!
 //! # Delivery
@@ -95,5 +97,7 @@ pub use spool_runtime::{
 
 #[cfg(feature = "embedded")]
 pub mod embedded;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "remote")]
 pub mod remote;
