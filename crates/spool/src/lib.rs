@@ -79,7 +79,8 @@
 //! The examples (`cargo run -p spool --example ...`): `email` (retries and
 //! an on_dead step), `health_check` (a one-second schedule with a 500 ms
 //! deadline), `app` (one app, embedded or against a server with `--url`),
-//! `throughput` (the benchmark).
+//! `throughput` (the benchmark), `steady` (producers and a worker pool on
+//! PostgreSQL).
 
 pub use spool_core as core;
 pub use spool_core::{
