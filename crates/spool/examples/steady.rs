@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use spool::postgres::PgConfig;
@@ -34,37 +35,27 @@ impl Job for Noop {
     const KIND: &'static str = "noop";
 }
 
+/// SPEC §11's steady state on PostgreSQL, through the worker runtime.
+#[derive(Parser)]
 struct Options {
+    /// The database.
+    #[arg(
+        long = "postgres",
+        default_value = "postgres://postgres@127.0.0.1:5432/test"
+    )]
     url: String,
+    /// The store's schema: dropped and created afresh.
+    #[arg(long, default_value = "spool_steady_rt")]
     schema: String,
+    /// Callers enqueuing one task per call.
+    #[arg(long, default_value_t = 8)]
     producers: usize,
+    /// Slots of the worker pool.
+    #[arg(long, default_value_t = 8)]
     concurrency: usize,
+    /// How long the producers run.
+    #[arg(long, default_value_t = 10)]
     seconds: u64,
-}
-
-fn options() -> Result<Options, Box<dyn std::error::Error>> {
-    let mut o = Options {
-        url: "postgres://postgres@127.0.0.1:5432/test".into(),
-        schema: "spool_steady_rt".into(),
-        producers: 8,
-        concurrency: 8,
-        seconds: 10,
-    };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    for pair in args.chunks(2) {
-        let value = pair
-            .get(1)
-            .ok_or_else(|| format!("{} needs a value", pair[0]))?;
-        match pair[0].as_str() {
-            "--postgres" => o.url = value.clone(),
-            "--schema" => o.schema = value.clone(),
-            "--producers" => o.producers = value.parse()?,
-            "--concurrency" => o.concurrency = value.parse()?,
-            "--seconds" => o.seconds = value.parse()?,
-            other => return Err(format!("unknown option {other}").into()),
-        }
-    }
-    Ok(o)
 }
 
 /// Drops the schema, so the store creates it afresh.
@@ -79,7 +70,7 @@ async fn drop_schema(url: &str, schema: &str) -> Result<(), Box<dyn std::error::
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let o = options()?;
+    let o = Options::parse();
     drop_schema(&o.url, &o.schema).await?;
     let config = PgConfig {
         schema: o.schema.clone(),
