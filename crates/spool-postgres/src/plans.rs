@@ -91,13 +91,23 @@ async fn measure(
 
 #[tokio::test]
 async fn hot_statements_read_a_batch_when_statistics_say_the_table_is_empty() {
-    let mut client = connect().await;
     let schema = Schema::new(&format!("spool_plans_{:016x}", rand::random::<u64>())).unwrap();
-    let (name, s) = (schema.name().to_string(), schema.ident());
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {s} CASCADE"))
+    // Run apart, so that the schema is dropped whether the checks pass or
+    // panic.
+    let checked = tokio::spawn(check(schema.clone())).await;
+    connect()
+        .await
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", schema.ident()))
         .await
         .unwrap();
+    if let Err(e) = checked {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+async fn check(schema: Schema) {
+    let mut client = connect().await;
+    let (name, s) = (schema.name().to_string(), schema.ident());
     migrate::run(&mut client, &schema).await.unwrap();
     // As the store's connections run: one generic plan, no JIT.
     client
@@ -178,8 +188,4 @@ async fn hot_statements_read_a_batch_when_statistics_say_the_table_is_empty() {
             "{what} read {read} rows of a {TASKS}-row table for a batch of {BATCH}"
         );
     }
-    client
-        .batch_execute(&format!("DROP SCHEMA {s} CASCADE"))
-        .await
-        .unwrap();
 }
