@@ -3,7 +3,7 @@
 //! Every command's own options live next to its code (`serve::ServeArgs`,
 //! `check::CheckArgs`, `bench::BenchArgs`); doc comments here and there are
 //! the `--help` text, which is meant to be the only documentation a new user
-//! needs. The client commands of SPEC §8 (enqueue, stats, tasks, retry,
+//! needs. The client commands of docs/spec.md §8 (enqueue, stats, tasks, retry,
 //! pause/resume, schedule) talk to a running server; their modules are
 //! under `client`.
 

@@ -1,9 +1,9 @@
 //! Three `spool serve --postgres` nodes on one database schema, with
-//! consumers on all three, and one node SIGKILLed mid-run (SPEC §10):
+//! consumers on all three, and one node SIGKILLed mid-run (docs/spec.md §10):
 //! - nothing acknowledged is lost: every task a node answered 201 for is
 //!   completed, and the queue ends empty with nothing dead. A consumer of
 //!   the doomed node may have its ack committed and never hear the answer
-//!   (SPEC §3's lost ack): such tasks count as completed once a live node
+//!   (docs/spec.md §3's lost ack): such tasks count as completed once a live node
 //!   says they are gone; if the ack did not commit, they come back after
 //!   their lease like any stranded task;
 //! - tasks leased through the dead node come back when their lease runs

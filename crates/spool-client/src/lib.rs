@@ -1,5 +1,5 @@
 //! `RemoteStore`: Spool's [`spool_core::Store`] over the HTTP API of a Spool
-//! server (SPEC §7), so workers and producers in other processes or on other
+//! server (docs/spec.md §7), so workers and producers in other processes or on other
 //! machines share one embedded engine.
 //!
 //! A map: `builder` sets a store up; `remote` implements the trait, one HTTP

@@ -1,4 +1,4 @@
-//! Exponential backoff with jitter (SPEC §3).
+//! Exponential backoff with jitter (docs/spec.md §3).
 //!
 //! `min(base * 2^(attempt-1), max)`, then ±10% jitter so that tasks that
 //! failed together do not all come back together.

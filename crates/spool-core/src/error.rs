@@ -1,4 +1,4 @@
-//! The errors every store returns, with stable codes (SPEC §7).
+//! The errors every store returns, with stable codes (docs/spec.md §7).
 //!
 //! The code strings are API: clients match on them, so they never change.
 

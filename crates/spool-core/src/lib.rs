@@ -9,6 +9,7 @@
 //! runtime depend on it, never the other way round.
 
 pub mod backoff;
+mod crontab;
 pub mod error;
 pub mod names;
 pub mod rfc3339;

@@ -110,7 +110,7 @@ string_newtype!(
     Kind
 );
 string_newtype!(
-    /// An idempotency key, unique per queue (SPEC §3.1).
+    /// An idempotency key, unique per queue (docs/spec.md §3.1).
     TaskKey
 );
 

@@ -1,5 +1,5 @@
 //! Timestamps on the wire: RFC 3339, UTC, exactly millisecond precision
-//! (`2026-11-21T23:59:00.123Z`, SPEC §7.1).
+//! (`2026-11-21T23:59:00.123Z`, docs/spec.md §7.1).
 //!
 //! Parsing accepts any RFC 3339 offset and converts to UTC; digits below the
 //! millisecond are dropped (rounded toward the past, so a time never moves

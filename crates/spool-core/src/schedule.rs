@@ -1,18 +1,17 @@
-//! Periodic schedules (SPEC §5): what a schedule is and when it ticks.
+//! Periodic schedules (docs/spec.md §5): what a schedule is and when it ticks.
 //!
 //! Ticks are anchored so every process computes the same ones: for `every`,
 //! the multiples of the period since the Unix epoch; for `cron`, the
-//! expression's times (6 fields, with seconds; UTC unless a time zone is
-//! given). A tick's task carries the key `sched:<name>:<tick ms>`, so any
+//! expression's times (crontab's 5 fields, 6 with seconds first, or a
+//! macro; UTC unless a time zone is given; daylight-saving rules in
+//! `crontab`). A tick's task carries the key `sched:<name>:<tick ms>`, so any
 //! number of firing processes make one task per tick; stores also guard the
 //! tick itself (`Store::fire_schedule`). After downtime the missed ticks
 //! collapse into the latest one.
 
-use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeZone, Utc};
-
+use crate::crontab::CronTimes;
 use crate::error::StoreError;
 use crate::names::{Kind, QueueName, TaskKey};
 use crate::task::Payload;
@@ -26,14 +25,15 @@ pub const MIN_EVERY: Duration = Duration::from_millis(100);
 pub enum Cadence {
     /// Every period, at the multiples of the period since the Unix epoch.
     Every(Duration),
-    /// A 6-field cron expression with seconds, in `tz` (an IANA name) or UTC.
+    /// A cron expression (5 fields, 6 with seconds first, or a macro such
+    /// as `@daily`; see `crontab`) in `tz` (an IANA name) or UTC.
     Cron { expr: String, tz: Option<String> },
 }
 
 /// A parsed cadence, ready to compute ticks.
 enum Ticker {
     Every(i64),
-    Cron(Box<cron::Schedule>, chrono_tz::Tz),
+    Cron(Box<CronTimes>),
 }
 
 impl Cadence {
@@ -45,23 +45,10 @@ impl Cadence {
                 }
                 Ok(Ticker::Every(duration_millis(*d)))
             }
-            Cadence::Cron { expr, tz } => {
-                if expr.split_whitespace().count() != 6 {
-                    return Err(StoreError::bad_request(
-                        "cron must have 6 fields: sec min hour day-of-month month day-of-week",
-                    ));
-                }
-                let schedule = cron::Schedule::from_str(expr).map_err(|e| {
-                    StoreError::bad_request(format!("invalid cron expression: {e}"))
-                })?;
-                let zone = match tz {
-                    Some(name) => chrono_tz::Tz::from_str(name).map_err(|_| {
-                        StoreError::bad_request(format!("unknown time zone {name:?}"))
-                    })?,
-                    None => chrono_tz::UTC,
-                };
-                Ok(Ticker::Cron(Box::new(schedule), zone))
-            }
+            Cadence::Cron { expr, tz } => Ok(Ticker::Cron(Box::new(CronTimes::parse(
+                expr,
+                tz.as_deref(),
+            )?))),
         }
     }
 
@@ -121,11 +108,7 @@ impl Cadence {
 fn next_tick(ticker: &Ticker, t: Timestamp) -> Option<Timestamp> {
     match ticker {
         Ticker::Every(p) => Some(Timestamp((t.as_millis().div_euclid(*p) + 1) * p)),
-        Ticker::Cron(schedule, zone) => {
-            let at: DateTime<Utc> = Utc.timestamp_millis_opt(t.as_millis()).single()?;
-            let next = schedule.after(&at.with_timezone(zone)).next()?;
-            Some(Timestamp(next.timestamp_millis()))
-        }
+        Ticker::Cron(times) => times.next_after(t.as_millis()).map(Timestamp),
     }
 }
 
@@ -258,7 +241,7 @@ mod tests {
             Some(Timestamp(1_767_225_600_000 + 8 * 3_600_000))
         );
         assert!(Cadence::Cron {
-            expr: "* * * * *".into(),
+            expr: "* * * *".into(),
             tz: None
         }
         .validate()

@@ -1,4 +1,4 @@
-//! Per-queue settings (SPEC §4) and their limits.
+//! Per-queue settings (docs/spec.md §4) and their limits.
 
 use std::time::Duration;
 

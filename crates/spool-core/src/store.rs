@@ -3,7 +3,7 @@
 //!
 //! Every store (embedded engine, PostgreSQL, remote server) implements it and
 //! passes the same conformance suite (`spool-testkit`). The guarantees are
-//! SPEC §3: every mutating call is durable before it returns; a task is never
+//! docs/spec.md §3: every mutating call is durable before it returns; a task is never
 //! handed to two claimers while its lease is valid; a token from an expired
 //! lease gets [`StoreError::LeaseLost`] and changes nothing.
 
@@ -77,7 +77,7 @@ impl ClaimRequest {
         self
     }
 
-    /// Out-of-range values are refused, never clamped (SPEC §7.1).
+    /// Out-of-range values are refused, never clamped (docs/spec.md §7.1).
     pub fn validate(&self) -> Result<(), StoreError> {
         if self.worker.is_empty() || self.worker.len() > MAX_WORKER_ID {
             return Err(StoreError::bad_request(format!(
@@ -339,6 +339,15 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_schedule(&self, name: &Kind) -> Result<(), StoreError> {
         let _ = name;
         Err(schedules_unsupported())
+    }
+
+    /// A signal that the schedule list changed, so a scheduler notices a
+    /// new, changed or deleted schedule at once instead of at its next
+    /// poll. The receiver sees a change after every put and delete of a
+    /// schedule made through this store (on a shared database, by any
+    /// process). `None`: the store cannot tell, and schedulers poll only.
+    fn schedule_changes(&self) -> Option<tokio::sync::watch::Receiver<()>> {
+        None
     }
 
     /// Fires `tick` of schedule `name` unless it (or a later tick) was

@@ -1,4 +1,4 @@
-//! The task model (SPEC §2).
+//! The task model (docs/spec.md §2).
 //!
 //! A [`Task`] is what a store hands out; a [`NewTask`] is what a producer
 //! asks for. Completed tasks are deleted, so a `Task` is always work still to
@@ -125,7 +125,7 @@ pub struct ErrorRecord {
     pub message: String,
 }
 
-/// How a payload was given, so it comes back the same way (SPEC §7).
+/// How a payload was given, so it comes back the same way (docs/spec.md §7).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum PayloadFormat {
     /// UTF-8 JSON text.

@@ -1,6 +1,6 @@
 //! Time as the store sees it.
 //!
-//! The store's clock is the only clock (SPEC §1): workers never compare
+//! The store's clock is the only clock (docs/spec.md §1): workers never compare
 //! `run_at` with their own clocks. A [`Timestamp`] is milliseconds since the
 //! Unix epoch, UTC. The [`Clock`] trait lets tests move time by hand
 //! ([`ManualClock`]) instead of sleeping.

@@ -17,23 +17,38 @@ use std::sync::Arc;
 use spool_core::{
     ErrorRecord, Kind, QueueName, Schedule, StoreError, TaskKey, TaskState, Timestamp,
 };
-use spool_wal::{PendingSnapshot, SnapshotWriter};
+use spool_wal::{LogPos, PendingSnapshot, SnapshotWriter};
 use tokio::sync::oneshot;
 
 use crate::codec::{self, DecodeError, Reader};
 use crate::core::{Core, Notice};
 use crate::ops::{self, read_name};
-use crate::state::{Entry, LeaseSlot, PayloadRef, State};
+use crate::state::{
+    flag, Entry, Extra, LeaseSlot, PayloadRef, State, WalkFrom, MAX_KINDS, MAX_QUEUES,
+};
 
 const HEADER: u8 = 1;
 const KIND: u8 = 2;
 const QUEUE: u8 = 3;
-const TASK: u8 = 4;
+/// A task with its payload inline: written by Spool before payloads stayed
+/// in the log. Such a checkpoint cannot be loaded (see `load_chunk`).
+const TASK_INLINE: u8 = 4;
 const TOMBSTONE: u8 = 5;
 const SCHEDULE: u8 = 6;
+/// A task with its payload's log position.
+const TASK: u8 = 7;
+/// How many payloads were written in a segment that live tasks still use.
+const SEGMENT: u8 = 8;
 
-/// Slab slots copied per core-loop turn.
-const SLICE: usize = 2048;
+/// Compaction picks segments whose live payloads fell under 1/COMPACT_BELOW
+/// of those written there: what it copies is then less than what it frees,
+/// and the log settles near twice the live payloads.
+const COMPACT_BELOW: u64 = 2;
+/// Most tasks one checkpoint hands to compaction.
+const COMPACT_MAX: u64 = 1_000_000;
+
+/// Tasks copied per core-loop turn.
+const SLICE: usize = 4096;
 
 #[derive(Debug)]
 enum Phase {
@@ -49,7 +64,11 @@ enum Phase {
 pub(crate) struct CheckpointJob {
     writer: Option<SnapshotWriter>,
     phase: Phase,
-    next_slot: usize,
+    /// Where the walk of the task table resumes; `None` once done.
+    next: Option<WalkFrom>,
+    /// Segments to compact, and the tasks the walk found in them.
+    compact: Vec<u64>,
+    moves: Vec<(u64, PayloadRef)>,
     kinds_written: usize,
     queues_written: usize,
     end_lsn: u64,
@@ -72,22 +91,30 @@ fn encode_tables(state: &State, job: &mut CheckpointJob, buf: &mut Vec<u8>) {
     job.queues_written = state.queues.len();
 }
 
-fn encode_entry(e: &Entry, buf: &mut Vec<u8>) {
+fn encode_entry(id: u64, e: &Entry, x: Option<&Extra>, buf: &mut Vec<u8>) {
     codec::put_u8(buf, TASK);
-    codec::put_u64(buf, e.id);
-    codec::put_u32(buf, e.queue);
-    codec::put_u32(buf, e.kind);
+    codec::put_u64(buf, id);
+    codec::put_u32(buf, e.queue());
+    codec::put_u32(buf, e.kind());
     codec::put_u16(buf, e.priority as u16);
     codec::put_u8(buf, e.state.index() as u8);
+    codec::put_u8(buf, u8::from(e.has(flag::JSON)));
     codec::put_u32(buf, e.attempt);
     codec::put_u32(buf, e.max_attempts);
     ops::put_ts(buf, e.run_at);
-    ops::put_opt_u64(buf, e.lease_ms);
     ops::put_ts(buf, e.created_at);
-    ops::put_ts(buf, e.updated_at);
-    ops::put_payload(buf, &e.payload.load());
-    codec::put_str(buf, e.key.as_ref().map_or("", |k| k.as_str()));
-    match &e.lease {
+    let at = e.payload.at();
+    codec::put_u64(buf, at.seq);
+    codec::put_u64(buf, at.offset);
+    let Some(x) = x else {
+        codec::put_u8(buf, 0);
+        return;
+    };
+    codec::put_u8(buf, 1);
+    ops::put_ts(buf, x.updated_at);
+    ops::put_opt_u64(buf, x.lease_ms);
+    codec::put_str(buf, x.key.as_ref().map_or("", |k| k.as_str()));
+    match &x.lease {
         Some(l) => {
             codec::put_u8(buf, 1);
             codec::put_str(buf, &l.owner);
@@ -96,8 +123,8 @@ fn encode_entry(e: &Entry, buf: &mut Vec<u8>) {
         }
         None => codec::put_u8(buf, 0),
     }
-    codec::put_u32(buf, e.errors.len() as u32);
-    for err in &e.errors {
+    codec::put_u32(buf, x.errors.len() as u32);
+    for err in &x.errors {
         codec::put_u32(buf, err.attempt);
         ops::put_ts(buf, err.at);
         codec::put_str(buf, &err.message);
@@ -143,6 +170,13 @@ pub(crate) fn load_chunk(
                 state.queue_mut(q).settings = settings;
             }
             TASK => load_entry(state, &mut r, *now, at)?,
+            TASK_INLINE => {
+                return Err(DecodeError {
+                    what: "task with an inline payload (a checkpoint of an older Spool: \
+                           drain the data directory with that version first)",
+                    at,
+                })
+            }
             SCHEDULE => {
                 let spec = ops::read_schedule_spec(&mut r)?;
                 let last_fire_at =
@@ -156,6 +190,13 @@ pub(crate) fn load_chunk(
                         created_at,
                     },
                 );
+            }
+            SEGMENT => {
+                let seq = r.u64("segment")?;
+                let written = r.u64("written")?;
+                if let Some(used) = state.segments.get_mut(&seq) {
+                    used.written = used.written.max(written);
+                }
             }
             TOMBSTONE => {
                 let q = r.u32("tombstone queue")?;
@@ -198,13 +239,56 @@ fn load_entry(
             what: "state",
             at: state_at,
         })?;
+    let json = r.u8("payload format")? != 0;
     let attempt = r.u32("attempt")?;
     let max_attempts = r.u32("max_attempts")?;
     let run_at = ops::ts(r, "run_at")?;
-    let lease_ms = ops::read_opt_u64(r, "lease_ms")?;
     let created_at = ops::ts(r, "created_at")?;
+    let seq = r.u64("payload segment")?;
+    let offset = r.u64("payload offset")?;
+    let extra_at = r.position();
+    let extra = match r.u8("extra")? {
+        0 => None,
+        1 => Some(load_extra(r, at)?),
+        _ => {
+            return Err(DecodeError {
+                what: "extra",
+                at: extra_at,
+            })
+        }
+    };
+    let (queues, kinds) = (
+        state.queues.len().min(MAX_QUEUES),
+        state.kinds.len().min(MAX_KINDS),
+    );
+    if queue as usize >= queues || kind as usize >= kinds {
+        return Err(DecodeError {
+            what: "task tables",
+            at,
+        });
+    }
+    if state.tasks.contains(id) {
+        state.remove(id, now);
+    }
+    let entry = Entry {
+        run_at,
+        created_at,
+        payload: PayloadRef::new(LogPos { seq, offset }),
+        attempt,
+        max_attempts,
+        queue: queue as u16,
+        kind: kind as u16,
+        priority,
+        state: task_state,
+        flags: if json { flag::JSON } else { 0 },
+    };
+    state.insert(id, entry, extra, now);
+    Ok(())
+}
+
+fn load_extra(r: &mut Reader<'_>, at: usize) -> Result<Extra, DecodeError> {
     let updated_at = ops::ts(r, "updated_at")?;
-    let payload = ops::read_payload(r)?;
+    let lease_ms = ops::read_opt_u64(r, "lease_ms")?;
     let key = r.str("key")?;
     let key = if key.is_empty() {
         None
@@ -235,42 +319,38 @@ fn load_entry(
             message: r.str("error message")?.to_string(),
         });
     }
-    if queue as usize >= state.queues.len() || kind as usize >= state.kinds.len() {
-        return Err(DecodeError {
-            what: "task tables",
-            at,
-        });
-    }
-    if let Some(slot) = state.tasks.slot_of(id) {
-        state.detach(slot);
-        state.tasks.remove(slot);
-    }
-    if let Some(k) = &key {
-        state.queue_mut(queue).keys.bind(k.clone(), id);
-    }
-    let slot = state.tasks.insert(Entry {
-        id,
-        queue,
-        kind,
-        priority,
-        state: task_state,
-        attempt,
-        max_attempts,
-        run_at,
-        lease_ms,
-        created_at,
+    Ok(Extra {
         updated_at,
-        payload: PayloadRef::new(payload),
         key,
+        lease_ms,
         lease,
         errors,
-    });
-    state.attach(slot, now);
-    state.next_id = state.next_id.max(id + 1);
-    Ok(())
+    })
 }
 
 impl Core {
+    /// Segments worth compacting now (ascending): not the one being
+    /// written, and few of their payloads still live; at most
+    /// [`COMPACT_MAX`] tasks in all.
+    fn compaction_candidates(&self) -> Vec<u64> {
+        let mut found: Vec<(u64, u64)> = self
+            .state
+            .segments
+            .iter()
+            .filter(|(&seq, used)| {
+                seq < self.log_end.seq && used.live * COMPACT_BELOW < used.written
+            })
+            .map(|(&seq, used)| (seq, used.live))
+            .collect();
+        found.sort_unstable();
+        let mut total = 0;
+        found.retain(|&(_, live)| {
+            total += live;
+            total <= COMPACT_MAX
+        });
+        found.into_iter().map(|(seq, _)| seq).collect()
+    }
+
     /// Starts a checkpoint when enough log has accumulated since the last.
     pub(crate) fn maybe_start_checkpoint(&mut self) {
         if self.checkpoint.is_none()
@@ -317,7 +397,9 @@ impl Core {
         let mut job = CheckpointJob {
             writer: Some(writer),
             phase: Phase::Copying,
-            next_slot: 0,
+            next: Some(WalkFrom::Pages(0)),
+            compact: self.compaction_candidates(),
+            moves: Vec::new(),
             kinds_written: 0,
             queues_written: 0,
             end_lsn: 0,
@@ -358,9 +440,15 @@ impl Core {
         match &job.phase {
             Phase::Copying => {}
             Phase::AwaitDurable(_) if self.submitted_lsn >= job.end_lsn => {
-                if let Phase::AwaitDurable(pending) =
+                if let Phase::AwaitDurable(mut pending) =
                     std::mem::replace(&mut job.phase, Phase::Publishing)
                 {
+                    // Pinned now, not when the copy began: a segment whose
+                    // last payload died meanwhile can go too (no task the
+                    // replay keeps points there).
+                    let mut pinned = self.state.pinned_segments();
+                    pinned.extend_from_slice(&self.open_moved_from);
+                    pending.pin_segments(pinned);
                     let notices = self.notices_tx.clone();
                     self.wal.submit_snapshot(
                         pending,
@@ -376,14 +464,26 @@ impl Core {
         }
         let mut buf = Vec::with_capacity(256 * 1024);
         encode_tables(&self.state, job, &mut buf);
-        let end = (job.next_slot + SLICE).min(self.state.tasks.capacity());
-        for slot in job.next_slot..end {
-            if let Some(e) = self.state.tasks.get(slot as u32) {
-                encode_entry(e, &mut buf);
+        let mut left = SLICE;
+        while left > 0 {
+            let Some(from) = job.next else {
+                break;
+            };
+            let (entries, next) = self.state.tasks.walk(from, left);
+            left -= entries.len().min(left);
+            for (id, e) in entries {
+                encode_entry(id, e, self.state.tasks.extra(id), &mut buf);
+                if job.compact.binary_search(&e.payload.seq()).is_ok() {
+                    job.moves.push((id, e.payload));
+                }
+            }
+            job.next = next;
+            if matches!(next, Some(WalkFrom::Sparse(0))) && matches!(from, WalkFrom::Pages(_)) {
+                // The pages are done: the sparse map in the next turn.
+                break;
             }
         }
-        job.next_slot = end;
-        let done = end >= self.state.tasks.capacity();
+        let done = job.next.is_none();
         if done {
             encode_tables(&self.state, job, &mut buf);
             for s in self.state.schedules.values() {
@@ -391,6 +491,11 @@ impl Core {
                 ops::put_schedule_spec(&mut buf, &s.spec);
                 ops::put_opt_u64(&mut buf, s.last_fire_at.map(|t| t.as_millis() as u64));
                 ops::put_ts(&mut buf, s.created_at);
+            }
+            for (&seq, used) in &self.state.segments {
+                codec::put_u8(&mut buf, SEGMENT);
+                codec::put_u64(&mut buf, seq);
+                codec::put_u64(&mut buf, used.written);
             }
             for (q, queue) in self.state.queues.iter().enumerate() {
                 for (key, k) in queue.keys.tombstones() {
@@ -416,9 +521,11 @@ impl Core {
         };
         job.end_lsn = end_lsn;
         job.phase = Phase::Finishing;
+        let moves = std::mem::take(&mut job.moves);
         let Some(writer) = job.writer.take() else {
             return;
         };
+        self.queue_moves(moves);
         let notices = self.notices_tx.clone();
         let spawned = std::thread::Builder::new()
             .name("spool-checkpoint".into())

@@ -8,25 +8,31 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueName,
     QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage,
     TaskPatch, TaskRef, Timestamp,
 };
-use spool_wal::{Wal, WalConfig};
-use tokio::sync::oneshot;
+use spool_wal::{SegmentReader, Wal, WalConfig};
+use tokio::sync::{oneshot, watch};
 
 use crate::config::EngineConfig;
 use crate::core::{Core, CoreSettings, Job};
 use crate::error::EngineError;
 use crate::recovery::recover;
+use crate::state::TaskView;
 
 /// The embedded store. Cheap to share behind an `Arc`; dropping the last
 /// handle flushes the log and releases the data directory.
 pub struct Engine {
     jobs: Option<flume::Sender<Job>>,
+    /// Reads payloads from the log, on the caller's thread.
+    payloads: Arc<SegmentReader>,
     core: Option<JoinHandle<()>>,
     poisoned: Arc<AtomicBool>,
+    /// Announces schedule puts and deletes to schedulers.
+    schedules: watch::Sender<()>,
 }
 
 impl fmt::Debug for Engine {
@@ -36,6 +42,12 @@ impl fmt::Debug for Engine {
             .finish_non_exhaustive()
     }
 }
+
+/// Payloads read together when they start within this distance of the
+/// first; and how far past the last start the read goes, so that payloads up
+/// to this size need no second read.
+const RUN_SPAN: u64 = 1024 * 1024;
+const RUN_TAIL: usize = 4 * 1024;
 
 fn gone() -> StoreError {
     StoreError::Unavailable("the engine has stopped".into())
@@ -61,6 +73,7 @@ impl Engine {
             "engine recovered"
         );
         let writer = wal.start_writer()?;
+        let payloads = writer.reader();
         let poisoned = Arc::new(AtomicBool::new(false));
         let core = Core::new(
             recovered.state,
@@ -83,8 +96,10 @@ impl Engine {
             .map_err(EngineError::Thread)?;
         Ok(Engine {
             jobs: Some(tx),
+            payloads,
             core: Some(thread),
             poisoned,
+            schedules: watch::Sender::new(()),
         })
     }
 
@@ -124,6 +139,79 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Fills in a task's payload from the log. Runs after the answer is
+    /// durable (the bytes are written) and off the core thread.
+    fn load(&self, view: TaskView) -> Result<Task, StoreError> {
+        let mut task = view.task;
+        let bytes = self
+            .payloads
+            .read_prefixed(view.payload.at())
+            .map_err(|e| {
+                StoreError::Internal(format!("reading the payload of task {}: {e}", task.id))
+            })?;
+        task.payload.bytes = Bytes::from(bytes);
+        Ok(task)
+    }
+
+    /// Fills in the payloads of many tasks. Tasks enqueued together have
+    /// their payloads side by side in the log, so each run of neighbours
+    /// (same segment, within [`RUN_SPAN`]) is one read, and every payload of
+    /// the run a slice of it; one that runs past the window is read alone.
+    fn load_all(&self, views: Vec<TaskView>) -> Result<Vec<Task>, StoreError> {
+        let mut order: Vec<usize> = (0..views.len()).collect();
+        order.sort_by_key(|&i| views[i].payload.at());
+        let mut payloads: Vec<Option<Bytes>> = vec![None; views.len()];
+        let mut run_start = 0;
+        while run_start < order.len() {
+            let first = views[order[run_start]].payload.at();
+            let mut end = run_start + 1;
+            while end < order.len() {
+                let at = views[order[end]].payload.at();
+                if at.seq != first.seq || at.offset - first.offset > RUN_SPAN {
+                    break;
+                }
+                end += 1;
+            }
+            if end == run_start + 1 {
+                // A lone payload: two small reads beat a window's copy.
+                run_start = end;
+                continue;
+            }
+            let last = views[order[end - 1]].payload.at();
+            let window_len = (last.offset - first.offset) as usize + RUN_TAIL;
+            let window = Bytes::from(
+                self.payloads
+                    .read_window(first, window_len)
+                    .map_err(|e| StoreError::Internal(format!("reading payloads: {e}")))?,
+            );
+            for &i in &order[run_start..end] {
+                let rel = (views[i].payload.at().offset - first.offset) as usize;
+                let len = window
+                    .get(rel..rel + 4)
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map(|b| u32::from_le_bytes(b) as usize);
+                payloads[i] = len
+                    .filter(|&len| rel + 4 + len <= window.len())
+                    .map(|len| window.slice(rel + 4..rel + 4 + len));
+            }
+            run_start = end;
+        }
+        views
+            .into_iter()
+            .zip(payloads)
+            .map(|(v, p)| match p {
+                Some(bytes) => {
+                    let mut task = v.task;
+                    task.payload.bytes = bytes;
+                    Ok(task)
+                }
+                None => self.load(v),
+            })
+            .collect()
+    }
+}
+
 impl Drop for Engine {
     fn drop(&mut self) {
         self.jobs.take();
@@ -150,7 +238,8 @@ impl Store for Engine {
         let (tx, rx) = oneshot::channel();
         self.send(Box::new(move |core: &mut Core| core.claim(req, tx)))
             .await?;
-        rx.await.map_err(|_| gone())?
+        let views = rx.await.map_err(|_| gone())??;
+        self.load_all(views)
     }
 
     async fn ack(
@@ -175,7 +264,8 @@ impl Store for Engine {
         token: LeaseToken,
         req: FailRequest,
     ) -> Result<Task, StoreError> {
-        self.call(move |c| c.fail(id, token, req)).await
+        let view = self.call(move |c| c.fail(id, token, req)).await?;
+        self.load(view)
     }
 
     async fn release(&self, id: TaskId, token: LeaseToken) -> Result<(), StoreError> {
@@ -188,7 +278,8 @@ impl Store for Engine {
         token: LeaseToken,
         run_at: Timestamp,
     ) -> Result<Task, StoreError> {
-        self.call(move |c| c.snooze(id, token, run_at)).await
+        let view = self.call(move |c| c.snooze(id, token, run_at)).await?;
+        self.load(view)
     }
 
     async fn extend(
@@ -197,11 +288,13 @@ impl Store for Engine {
         token: LeaseToken,
         lease: Duration,
     ) -> Result<Task, StoreError> {
-        self.call(move |c| c.extend(id, token, lease)).await
+        let view = self.call(move |c| c.extend(id, token, lease)).await?;
+        self.load(view)
     }
 
     async fn update(&self, task: TaskRef, patch: TaskPatch) -> Result<Task, StoreError> {
-        self.call(move |c| c.update(task, patch)).await
+        let view = self.call(move |c| c.update(task, patch)).await?;
+        self.load(view)
     }
 
     async fn cancel(&self, task: TaskRef) -> Result<(), StoreError> {
@@ -209,11 +302,13 @@ impl Store for Engine {
     }
 
     async fn get(&self, task: TaskRef) -> Result<Task, StoreError> {
-        self.call(move |c| c.get(task)).await
+        let view = self.call(move |c| c.get(task)).await?;
+        self.load(view)
     }
 
     async fn retry(&self, id: TaskId) -> Result<Task, StoreError> {
-        self.call(move |c| c.retry(id)).await
+        let view = self.call(move |c| c.retry(id)).await?;
+        self.load(view)
     }
 
     async fn retry_dead(&self, queue: &QueueName) -> Result<u64, StoreError> {
@@ -222,7 +317,11 @@ impl Store for Engine {
     }
 
     async fn list(&self, req: ListRequest) -> Result<TaskPage, StoreError> {
-        self.call(move |c| c.list(req)).await
+        let (views, next_cursor) = self.call(move |c| c.list(req)).await?;
+        Ok(TaskPage {
+            tasks: self.load_all(views)?,
+            next_cursor,
+        })
     }
 
     async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
@@ -249,11 +348,16 @@ impl Store for Engine {
     }
 
     async fn now(&self) -> Result<Timestamp, StoreError> {
-        self.call(|c| Ok(c.now())).await
+        // Refused once stopped, as every other call is: health checks read
+        // the clock, and must see a stopped engine.
+        self.call(|c| c.refuse_if_poisoned().map(|()| c.now()))
+            .await
     }
 
     async fn put_schedule(&self, spec: ScheduleSpec) -> Result<Schedule, StoreError> {
-        self.call(move |c| c.put_schedule(spec)).await
+        let put = self.call(move |c| c.put_schedule(spec)).await?;
+        self.schedules.send_replace(());
+        Ok(put)
     }
 
     async fn list_schedules(&self) -> Result<Vec<Schedule>, StoreError> {
@@ -262,7 +366,13 @@ impl Store for Engine {
 
     async fn delete_schedule(&self, name: &Kind) -> Result<(), StoreError> {
         let name = name.clone();
-        self.call(move |c| c.delete_schedule(&name)).await
+        self.call(move |c| c.delete_schedule(&name)).await?;
+        self.schedules.send_replace(());
+        Ok(())
+    }
+
+    fn schedule_changes(&self) -> Option<watch::Receiver<()>> {
+        Some(self.schedules.subscribe())
     }
 
     async fn fire_schedule(

@@ -16,6 +16,7 @@ use spool_core::{
     Cadence, Kind, Payload, PayloadFormat, QueueName, QueueSettings, ScheduleSpec, TaskKey,
     TaskPatch, Timestamp,
 };
+use spool_wal::LogPos;
 
 use crate::codec::{self, DecodeError, Reader};
 
@@ -31,6 +32,7 @@ pub(crate) mod kind {
     pub const PUT_SCHEDULE: u8 = 8;
     pub const DELETE_SCHEDULE: u8 = 9;
     pub const FIRE: u8 = 10;
+    pub const MOVE: u8 = 11;
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +73,15 @@ pub(crate) struct Settlement {
     pub next: Next,
     /// A failure to record: the attempt that failed and its message.
     pub error: Option<(u32, String)>,
+}
+
+/// A live payload copied out of a mostly dead segment by compaction.
+#[derive(Debug, Clone)]
+pub(crate) struct Moved {
+    pub id: u64,
+    /// Where the task pointed when the payload was read.
+    pub from: LogPos,
+    pub payload: Payload,
 }
 
 #[derive(Debug, Clone)]
@@ -114,6 +125,12 @@ pub(crate) enum Op {
     DeleteSchedule {
         name: Kind,
     },
+    /// Compaction: payloads written again at the log's end, each task moved
+    /// to its copy if it still points at the old one. The old segment is
+    /// then unused and reclaimed like any other.
+    Move {
+        moves: Vec<Moved>,
+    },
     /// A schedule's tick fired: the tick is recorded and, unless its key
     /// was still deduplicating, its task enqueued — in one record, so a
     /// torn tail never keeps one without the other.
@@ -151,13 +168,54 @@ pub(crate) fn put_opt_u64(buf: &mut Vec<u8>, v: Option<u64>) {
     }
 }
 
+/// Where a task payload's bytes lie inside an encoded record body. The log
+/// keeps them there: the task's locator is the record's position plus this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    /// Where the payload's u32 length prefix starts.
+    pub offset: u32,
+}
+
+/// Encodes a task payload and notes where its bytes went (relative to
+/// `base`, the body's start).
+fn put_task_payload(buf: &mut Vec<u8>, p: &Payload, base: usize, spans: &mut Vec<Span>) {
+    put_payload(buf, p);
+    spans.push(Span {
+        offset: (buf.len() - p.bytes.len() - 4 - base) as u32,
+    });
+}
+
+/// Decodes a task payload's format and notes where its bytes are, without
+/// copying them: the engine reads them from the log when asked.
+fn read_task_payload(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<Payload, DecodeError> {
+    let at = r.position();
+    let format = match r.u8("payload format")? {
+        0 => PayloadFormat::Binary,
+        1 => PayloadFormat::Json,
+        _ => {
+            return Err(DecodeError {
+                what: "payload format",
+                at,
+            })
+        }
+    };
+    spans.push(Span {
+        offset: r.position() as u32,
+    });
+    r.bytes("payload")?;
+    Ok(Payload {
+        format,
+        bytes: Default::default(),
+    })
+}
+
 /// The fewest bytes an encoded [`NewEntry`] takes.
 const NEW_ENTRY_MIN_LEN: usize = 8 + 4 + 5 + 2 + 8 + 4 + 4 + 1;
 
-fn put_new_entry(buf: &mut Vec<u8>, t: &NewEntry) {
+fn put_new_entry(buf: &mut Vec<u8>, t: &NewEntry, base: usize, spans: &mut Vec<Span>) {
     codec::put_u64(buf, t.id);
     codec::put_str(buf, t.kind.as_str());
-    put_payload(buf, &t.payload);
+    put_task_payload(buf, &t.payload, base, spans);
     codec::put_u16(buf, t.priority as u16);
     put_ts(buf, t.run_at);
     codec::put_str(buf, t.key.as_ref().map_or("", |k| k.as_str()));
@@ -165,10 +223,10 @@ fn put_new_entry(buf: &mut Vec<u8>, t: &NewEntry) {
     put_opt_u64(buf, t.lease_ms);
 }
 
-fn read_new_entry(r: &mut Reader<'_>) -> Result<NewEntry, DecodeError> {
+fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry, DecodeError> {
     let id = r.u64("id")?;
     let kind = read_name(r, "kind", Kind::new)?;
-    let payload = read_payload(r)?;
+    let payload = read_task_payload(r, spans)?;
     let priority = r.u16("priority")? as i16;
     let run_at = ts(r, "run_at")?;
     let key = read_opt_name(r, "key", TaskKey::new)?;
@@ -346,17 +404,20 @@ impl Op {
             Op::PutSchedule { .. } => kind::PUT_SCHEDULE,
             Op::DeleteSchedule { .. } => kind::DELETE_SCHEDULE,
             Op::Fire { .. } => kind::FIRE,
+            Op::Move { .. } => kind::MOVE,
         }
     }
 
-    pub(crate) fn encode(&self, buf: &mut Vec<u8>) {
+    /// Encodes the op's body; `spans` gets where each task payload went.
+    pub(crate) fn encode(&self, buf: &mut Vec<u8>, spans: &mut Vec<Span>) {
+        let base = buf.len();
         match self {
             Op::Enqueue { now, queue, tasks } => {
                 put_ts(buf, *now);
                 codec::put_str(buf, queue.as_str());
                 codec::put_u32(buf, tasks.len() as u32);
                 for t in tasks {
-                    put_new_entry(buf, t);
+                    put_new_entry(buf, t, base, spans);
                 }
             }
             Op::Claim { now, owner, tasks } => {
@@ -408,7 +469,7 @@ impl Op {
                 match &patch.payload {
                     Some(p) => {
                         codec::put_u8(buf, 1);
-                        put_payload(buf, p);
+                        put_task_payload(buf, p, base, spans);
                     }
                     None => codec::put_u8(buf, 0),
                 }
@@ -431,6 +492,15 @@ impl Op {
                 put_schedule_spec(buf, spec);
             }
             Op::DeleteSchedule { name } => codec::put_str(buf, name.as_str()),
+            Op::Move { moves } => {
+                codec::put_u32(buf, moves.len() as u32);
+                for m in moves {
+                    codec::put_u64(buf, m.id);
+                    codec::put_u64(buf, m.from.seq);
+                    codec::put_u64(buf, m.from.offset);
+                    put_task_payload(buf, &m.payload, base, spans);
+                }
+            }
             Op::Fire {
                 now,
                 name,
@@ -445,7 +515,7 @@ impl Op {
                 match task {
                     Some(t) => {
                         codec::put_u8(buf, 1);
-                        put_new_entry(buf, t);
+                        put_new_entry(buf, t, base, spans);
                     }
                     None => codec::put_u8(buf, 0),
                 }
@@ -453,8 +523,10 @@ impl Op {
         }
     }
 
-    /// Decodes a record body; the whole body must be consumed.
-    pub(crate) fn decode(kind: u8, body: &[u8]) -> Result<Op, DecodeError> {
+    /// Decodes a record body; the whole body must be consumed. Task
+    /// payloads are not copied (their bytes come back empty): `spans` gets
+    /// where they lie in `body`.
+    pub(crate) fn decode(kind: u8, body: &[u8], spans: &mut Vec<Span>) -> Result<Op, DecodeError> {
         let mut r = Reader::new(body);
         let op = match kind {
             kind::ENQUEUE => {
@@ -463,7 +535,7 @@ impl Op {
                 let n = r.count("tasks", NEW_ENTRY_MIN_LEN)?;
                 let mut tasks = Vec::with_capacity(n);
                 for _ in 0..n {
-                    tasks.push(read_new_entry(&mut r)?);
+                    tasks.push(read_new_entry(&mut r, spans)?);
                 }
                 Op::Enqueue { now, queue, tasks }
             }
@@ -521,7 +593,7 @@ impl Op {
                 let at = r.position();
                 let payload = match r.u8("has payload")? {
                     0 => None,
-                    1 => Some(read_payload(&mut r)?),
+                    1 => Some(read_task_payload(&mut r, spans)?),
                     _ => {
                         return Err(DecodeError {
                             what: "has payload",
@@ -561,6 +633,20 @@ impl Op {
             kind::DELETE_SCHEDULE => Op::DeleteSchedule {
                 name: read_name(&mut r, "schedule", Kind::new)?,
             },
+            kind::MOVE => {
+                let n = r.count("moves", 29)?;
+                let mut moves = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let id = r.u64("id")?;
+                    let from = LogPos {
+                        seq: r.u64("from segment")?,
+                        offset: r.u64("from offset")?,
+                    };
+                    let payload = read_task_payload(&mut r, spans)?;
+                    moves.push(Moved { id, from, payload });
+                }
+                Op::Move { moves }
+            }
             kind::FIRE => {
                 let now = ts(&mut r, "now")?;
                 let name = read_name(&mut r, "schedule", Kind::new)?;
@@ -569,7 +655,7 @@ impl Op {
                 let at = r.position();
                 let task = match r.u8("has task")? {
                     0 => None,
-                    1 => Some(read_new_entry(&mut r)?),
+                    1 => Some(read_new_entry(&mut r, spans)?),
                     _ => {
                         return Err(DecodeError {
                             what: "has task",

@@ -1,12 +1,14 @@
 //! Rebuilding state at open: newest checkpoint, then the log after it.
 
+use std::time::{Duration, Instant};
+
 use spool_core::Timestamp;
 use spool_wal::{Wal, RECORD_BATCH};
 
 use crate::checkpoint::load_chunk;
 use crate::error::EngineError;
 use crate::ops::Op;
-use crate::state::State;
+use crate::state::{PayloadRef, State};
 
 /// What recovery rebuilt.
 #[derive(Debug)]
@@ -21,6 +23,7 @@ pub(crate) fn recover(wal: &mut Wal) -> Result<Recovered, EngineError> {
     let mut state = State::new();
     let mut last_now = Timestamp::MIN;
     let mut from = 1;
+    let mut progress = Progress::new();
     if let Some(snap) = wal.latest_snapshot()? {
         from = snap.start_lsn();
         for chunk in snap.chunks() {
@@ -28,8 +31,15 @@ pub(crate) fn recover(wal: &mut Wal) -> Result<Recovered, EngineError> {
                 what: "checkpoint",
                 reason: e.to_string(),
             })?;
+            progress.loaded(state.tasks.len());
         }
+        tracing::info!(
+            tasks = state.tasks.len(),
+            from_lsn = from,
+            "checkpoint loaded; replaying the log after it"
+        );
     }
+    let (mut spans, mut payloads) = (Vec::new(), Vec::new());
     let summary = wal.replay(from, |rec| {
         if rec.kind == RECORD_BATCH {
             let clock = rec
@@ -41,8 +51,17 @@ pub(crate) fn recover(wal: &mut Wal) -> Result<Recovered, EngineError> {
             last_now = last_now.max(Timestamp(clock));
             return Ok(());
         }
-        let op = Op::decode(rec.kind, rec.body).map_err(|e| format!("lsn {}: {e}", rec.lsn))?;
-        state.apply(&op);
+        spans.clear();
+        let op = Op::decode(rec.kind, rec.body, &mut spans)
+            .map_err(|e| format!("lsn {}: {e}", rec.lsn))?;
+        payloads.clear();
+        payloads.extend(
+            spans
+                .iter()
+                .map(|s| PayloadRef::new(rec.body_at.advance(u64::from(s.offset)))),
+        );
+        state.apply(&op, &payloads);
+        progress.replayed(rec.body.len() as u64, state.tasks.len());
         Ok(())
     })?;
     Ok(Recovered {
@@ -50,4 +69,47 @@ pub(crate) fn recover(wal: &mut Wal) -> Result<Recovered, EngineError> {
         last_now,
         next_lsn: (summary.last_lsn + 1).max(from),
     })
+}
+
+/// Logs how far recovery got every few seconds, so an operator watching a
+/// restart of a big store sees it move rather than wonder if it hung.
+struct Progress {
+    last: Instant,
+    replayed_bytes: u64,
+}
+
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            last: Instant::now(),
+            replayed_bytes: 0,
+        }
+    }
+
+    fn due(&mut self) -> bool {
+        if self.last.elapsed() < PROGRESS_EVERY {
+            return false;
+        }
+        self.last = Instant::now();
+        true
+    }
+
+    fn loaded(&mut self, tasks: usize) {
+        if self.due() {
+            tracing::info!(tasks, "recovery: loading the checkpoint");
+        }
+    }
+
+    fn replayed(&mut self, bytes: u64, tasks: usize) {
+        self.replayed_bytes += bytes;
+        if self.due() {
+            tracing::info!(
+                tasks,
+                log_mib = self.replayed_bytes >> 20,
+                "recovery: replaying the log"
+            );
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Model-based test of the engine: random sequences of operations and clock
 //! advances, with restarts (reopen from disk) and checkpoints at random
-//! points, against a small reference model of SPEC §3. Every reply is
+//! points, against a small reference model of docs/spec.md §3. Every reply is
 //! compared, and after every restart the whole state is.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -102,7 +102,7 @@ struct MTask {
     errors: usize,
 }
 
-/// The reference: SPEC §3 written as plainly as possible.
+/// The reference: docs/spec.md §3 written as plainly as possible.
 #[derive(Debug, Default)]
 struct Model {
     now: i64,

@@ -3,8 +3,10 @@
 //! tasks table before, during and after.
 //!
 //! ```text
-//! cargo run --release -p spool-postgres --example snapshot -- [RATE] [HOLD_S] [WARMUP_S]
+//! cargo run --release -p spool-postgres --example snapshot -- [RATE] [HOLD_S] [WARMUP_S] [HOLDER]
 //! ```
+//! HOLDER: `rr` (default), a REPEATABLE READ snapshot; `xid`, a transaction
+//! that took an XID (`SELECT txid_current()`) and sits idle.
 //! Defaults: 10,000 tasks/s offered (2 producers, batches of 100), 2
 //! consumers (claim 100 + `ack_many`), the snapshot held 60 s after 20 s of
 //! warm-up, then 30 s more. Every 5 s it VACUUMs the tasks table itself
@@ -40,6 +42,11 @@ async fn main() {
     let rate: u64 = args.next().map_or(10_000, |a| a.parse().expect("RATE"));
     let hold = Duration::from_secs(args.next().map_or(60, |a| a.parse().expect("HOLD_S")));
     let warmup = Duration::from_secs(args.next().map_or(20, |a| a.parse().expect("WARMUP_S")));
+    let begin = match args.next().as_deref() {
+        None | Some("rr") => "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class",
+        Some("xid") => "BEGIN; SELECT txid_current()",
+        Some(other) => panic!("HOLDER is rr or xid, not {other:?}"),
+    };
     let url = std::env::var("DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let schema = format!("spool_snapshot_{:08x}", rand::random::<u32>());
@@ -116,12 +123,7 @@ async fn main() {
         tokio::time::sleep(WINDOW).await;
         let at = started.elapsed();
         if phase == "before" && at >= warmup {
-            holder
-                .batch_execute(
-                    "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class",
-                )
-                .await
-                .unwrap();
+            holder.batch_execute(begin).await.unwrap();
             phase = "during";
         } else if phase == "during" && at >= warmup + hold {
             holder.batch_execute("COMMIT").await.unwrap();

@@ -1,14 +1,14 @@
 -- Version 1: queues, tasks, idempotency keys.
 --
 -- `{schema}` is replaced by the configured schema (a quoted identifier).
--- Every timestamp is truncated to the millisecond when written (SPEC §1).
+-- Every timestamp is truncated to the millisecond when written (docs/spec.md §1).
 
 -- The store's clock: the transaction's start time, to the millisecond.
 CREATE FUNCTION {schema}.now_ms() RETURNS timestamptz
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ SELECT date_trunc('milliseconds', now()) $$;
 
--- One row per queue (SPEC §4). Rows are never deleted, so a task's
+-- One row per queue (docs/spec.md §4). Rows are never deleted, so a task's
 -- queue_id always names a queue; tasks carry no foreign key because its
 -- check would lock the queue row on every insert.
 CREATE TABLE {schema}.queues (
@@ -84,7 +84,7 @@ ALTER TABLE {schema}.tasks SET (
     autovacuum_vacuum_cost_delay = 1
 );
 
--- Idempotency keys (SPEC §3.1): one row per (queue, key), live or retired.
+-- Idempotency keys (docs/spec.md §3.1): one row per (queue, key), live or retired.
 -- expires_at is NULL while the task lives; on ack or cancel it becomes the
 -- end of the dedup window. A row is updated in place, never deleted and
 -- re-inserted, so concurrent enqueues of one key serialise on it. Expired

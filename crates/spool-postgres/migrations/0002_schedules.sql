@@ -1,4 +1,4 @@
--- Version 2: periodic schedules (SPEC §5).
+-- Version 2: periodic schedules (docs/spec.md §5).
 --
 -- One row per schedule. Its cadence is either every_ms or cron (with an
 -- optional IANA time zone). last_fire_at is the latest tick any process

@@ -1,4 +1,4 @@
--- The "global acquire lock" claim (SPEC §10, ClaimStrategy::GlobalLock):
+-- The "global acquire lock" claim (docs/spec.md §10, ClaimStrategy::GlobalLock):
 -- sql/claim_steps.sql under a per-queue transaction-level advisory lock, so one
 -- claimer at a time, on any node, acquires from a queue. Same parameters.
 --

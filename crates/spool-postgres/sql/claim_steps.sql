@@ -5,7 +5,11 @@
 --
 -- Claims up to $3 tasks of queue $1 for worker $2. $4 the lease the claim
 -- asked for in ms (NULL: the queue's), $5 one fresh random token per task
--- that may be claimed (at least $3 of them).
+-- that may be claimed (at least $3 of them). ($6 priority, $7 run_at): the
+-- claim floor, where the ready scan starts (src/floor.rs): entries before
+-- it are of tasks already claimed, which a held xmin horizon keeps in the
+-- index; the floor is the front of claim order when the caller knows no
+-- better.
 --
 -- Candidates come from two index range scans, each stopping after $3 rows:
 -- ready rows in claim order (tasks_ready), and scheduled rows whose run_at
@@ -22,6 +26,7 @@
 ready AS (
     SELECT ctid, id, priority, run_at FROM {schema}.tasks
     WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'ready'
+      AND (priority, run_at) >= ($6::smallint, $7::timestamptz)
     ORDER BY priority, run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED

@@ -1,7 +1,13 @@
 -- Writes expired leases down, as spool_core::transition decided: per
--- element, task $1 whose lease token is still $2 becomes dead ($3) or ready
--- again at $4, with errors $5; updated when the lease ran out ($4).
--- Answers the ids written.
+-- element, task $1 whose lease token is still $2 and whose lease still ends
+-- at $4 becomes dead ($3) or ready again at $4, with errors $5; updated
+-- when the lease ran out ($4). Answers the ids written.
+--
+-- The leases were read without locks (expired_leases.sql). A heartbeat
+-- (extend.sql) that began before the lease ran out may commit after that
+-- read with the same token and a later end: the lease end must still be
+-- the one read, and passed, or the holder, already told its lease is
+-- extended, would lose the task to a second worker.
 --
 -- Each element looks its row up by id alone, so that only the primary key
 -- can serve the lookup (LIMIT 1 and MATERIALIZED keep the lookups from
@@ -17,10 +23,11 @@ WITH u AS (
     SELECT m.ctid, u.*
     FROM u
     CROSS JOIN LATERAL (
-        SELECT t.ctid, t.state, t.lease_token
+        SELECT t.ctid, t.state, t.lease_token, t.lease_expires_at
         FROM {schema}.tasks t WHERE t.id = u.id LIMIT 1
     ) m
     WHERE m.state = 'leased' AND m.lease_token = u.token
+      AND m.lease_expires_at = u.at AND m.lease_expires_at <= now()
 )
 UPDATE {schema}.tasks t SET
     state = CASE WHEN u.dead THEN 'dead' ELSE 'ready' END,
@@ -31,5 +38,5 @@ UPDATE {schema}.tasks t SET
     lease_expires_at = NULL,
     updated_at = u.at
 FROM target u
-WHERE t.ctid = u.ctid AND t.lease_token = u.token
+WHERE t.ctid = u.ctid AND t.lease_token = u.token AND t.lease_expires_at = u.at
 RETURNING t.id

@@ -1,6 +1,7 @@
 //! How a [`crate::PgStore`] connects: the schema it owns, the pool, and the
 //! rhythm of its background work.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::PgError;
@@ -33,9 +34,23 @@ pub struct PgConfig {
     /// tasks since it last did (`crate::vacuum` says why); 0 leaves it to
     /// autovacuum.
     pub vacuum_after_claims: u64,
+    /// How old a count of tasks `stats` may answer with. Every node keeps
+    /// its count in the database, and any node asking within this time
+    /// gets it instead of scanning the task table again. Zero (the
+    /// default) counts on every call, so stats show every change at once;
+    /// with millions of tasks and several nodes whose admin pages, metric
+    /// scrapes and monitors each ask every few seconds, a few seconds here
+    /// turns their scans into one per interval.
+    pub stats_max_age: Duration,
+    /// With `sslmode=require` in the connection string: a PEM file of the
+    /// certificate authorities the server's certificate must chain to, its
+    /// host name checked too (libpq's `verify-full`). Without it the
+    /// connection is encrypted but the server not authenticated (libpq's
+    /// `require`).
+    pub tls_root_cert: Option<PathBuf>,
 }
 
-/// How claimers share a queue (SPEC §10). Both hand every task out once
+/// How claimers share a queue (docs/spec.md §10). Both hand every task out once
 /// and in the same order; they differ in who does the work when many
 /// claimers ask at the same time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -65,6 +80,8 @@ impl Default for PgConfig {
             poll_interval: Duration::from_secs(1),
             claim: ClaimStrategy::SkipLocked,
             vacuum_after_claims: 50_000,
+            stats_max_age: Duration::ZERO,
+            tls_root_cert: None,
         }
     }
 }

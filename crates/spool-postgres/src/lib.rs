@@ -7,7 +7,7 @@
 //! writes expired leases down and promotes due tasks, a notifier that sends
 //! coalesced NOTIFYs, and a vacuum of the task table after every so many
 //! claims. [`PgStore`] implements [`spool_core::Store`] with the semantics
-//! of SPEC §3 and passes the conformance suite, schedules (SPEC §5)
+//! of docs/spec.md §3 and passes the conformance suite, schedules (docs/spec.md §5)
 //! included; [`PgStore::enqueue_in`] enqueues inside a transaction of the
 //! caller's.
 //!
@@ -21,8 +21,10 @@
 //! statement) with the SQL in `sql/*.sql` rendered by `sql`;
 //! `row` reads task rows and derives what they show; `values` converts
 //! column values; `wake` is the LISTEN side of wake-ups and `notifier` the
-//! coalesced NOTIFY side; `sweep` the upkeep; `vacuum` keeps the claim
-//! index's front clear; `migrate`
+//! coalesced NOTIFY side; `floor` where in claim order a claim starts (so
+//! a held xmin horizon does not make claims walk what was claimed since);
+//! `sweep` the upkeep; `vacuum` keeps the claim index's front clear; `tls`
+//! encrypts connections when `sslmode=require`; `migrate`
 //! the versioned schema in `migrations/`. README.md explains the schema and
 //! the claim statement.
 //!
@@ -31,6 +33,9 @@
 mod config;
 mod db;
 mod error;
+#[cfg(test)]
+mod expire_race;
+mod floor;
 mod migrate;
 mod notifier;
 mod ops;
@@ -40,6 +45,7 @@ mod row;
 mod sql;
 mod store;
 mod sweep;
+mod tls;
 mod vacuum;
 mod values;
 mod wake;

@@ -43,6 +43,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "due scheduled tasks in claim order",
         sql: include_str!("../migrations/0004_scheduled_in_claim_order.sql"),
     },
+    Migration {
+        version: 5,
+        name: "stats cache and the index of retried tasks",
+        sql: include_str!("../migrations/0005_stats_cache_and_retried.sql"),
+    },
 ];
 
 /// The latest version this build knows.

@@ -26,7 +26,7 @@
 //! that commit — the pending set is taken only by the sender, which
 //! starts its transaction after taking it.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -34,6 +34,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::error;
+use crate::floor::Ready;
 use crate::store::Shared;
 
 /// Shortest time between the starts of two rounds of NOTIFYs: the most a
@@ -48,26 +49,34 @@ const RETRY: Duration = Duration::from_millis(200);
 /// Queues that need a NOTIFY, and the sender's doorbell.
 #[derive(Debug, Default)]
 pub(crate) struct Notifier {
-    // A std mutex: held for a set operation, never across an await.
-    pending: Mutex<BTreeSet<String>>,
+    // A std mutex: held for a map operation, never across an await.
+    pending: Mutex<BTreeMap<String, Ready>>,
     kick: Notify,
 }
 
 impl Notifier {
-    /// Asks for a NOTIFY of `queue` soon. Never waits.
-    pub(crate) fn request(&self, queue: &str) {
+    /// Asks for a NOTIFY of `queue` soon, saying where in claim order the
+    /// tasks became ready ([`crate::floor`]). Never waits.
+    pub(crate) fn request(&self, queue: &str, ready: Ready) {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        if !pending.contains(queue) {
-            pending.insert(queue.to_string());
+        match pending.get_mut(queue) {
+            Some(r) => *r = r.merge(ready),
+            None => {
+                pending.insert(queue.to_string(), ready);
+            }
         }
         drop(pending);
         // Stores a permit when the sender is busy, so it loops once more.
         self.kick.notify_one();
     }
 
+    /// The payloads of every NOTIFY asked for since the last round.
     fn take(&self) -> Vec<String> {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::take(&mut *pending).into_iter().collect()
+        std::mem::take(&mut *pending)
+            .into_iter()
+            .map(|(queue, ready)| ready.payload(&queue))
+            .collect()
     }
 }
 

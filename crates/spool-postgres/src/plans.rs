@@ -25,6 +25,9 @@ const BATCH: i64 = 100;
 /// Most rows a statement may read: its batch, with room for the rows it
 /// passes over, and nothing like the table.
 const MOST_READ: i64 = 10 * BATCH;
+/// When the expired leases of [`fill`] ended, as SQL and as Unix seconds.
+const EXPIRED_AT: &str = "2026-01-01 00:00:00+00";
+const EXPIRED_AT_UNIX: u64 = 1_767_225_600;
 
 async fn connect() -> Client {
     let url = std::env::var("DATABASE_URL")
@@ -41,18 +44,23 @@ async fn connect() -> Client {
 }
 
 /// Inserts `TASKS` tasks numbered from `first`: every tenth leased for an
-/// hour (token = id), every tenth scheduled and due, the rest ready.
+/// hour (token = id), every tenth leased with its lease ended at
+/// `EXPIRED_AT` (token = id), every tenth scheduled and due, the rest ready;
+/// every hundredth of the ready ones on its third to fifth attempt.
 fn fill(s: &str, first: i64) -> String {
     format!(
         "INSERT INTO {s}.tasks (id, run_at, lease_expires_at, lease_token, created_at, \
              updated_at, queue_id, attempt, max_attempts, priority, payload_json, state, kind, \
              lease_owner, payload) \
          SELECT i, now() - interval '1 minute', \
-                CASE WHEN i % 10 = 1 THEN now() + interval '1 hour' END, \
-                CASE WHEN i % 10 = 1 THEN i END, now(), now(), 1, \
-                CASE WHEN i % 10 = 1 THEN 1 ELSE 0 END, 3, 0, false, \
-                CASE i % 10 WHEN 1 THEN 'leased' WHEN 2 THEN 'scheduled' ELSE 'ready' END, \
-                'job', CASE WHEN i % 10 = 1 THEN 'w' END, '\\x00' \
+                CASE i % 10 WHEN 1 THEN now() + interval '1 hour' \
+                            WHEN 4 THEN '{EXPIRED_AT}'::timestamptz END, \
+                CASE WHEN i % 10 IN (1, 4) THEN i END, now(), now(), 1, \
+                CASE WHEN i % 10 IN (1, 4) THEN 1 \
+                     WHEN i % 100 = 7 THEN 2 + i / 100 % 3 ELSE 0 END, 5, 0, false, \
+                CASE i % 10 WHEN 1 THEN 'leased' WHEN 4 THEN 'leased' \
+                            WHEN 2 THEN 'scheduled' ELSE 'ready' END, \
+                'job', CASE WHEN i % 10 IN (1, 4) THEN 'w' END, '\\x00' \
          FROM generate_series({first}, {first} + {TASKS} - 1) i"
     )
 }
@@ -149,7 +157,15 @@ async fn check(schema: Schema) {
         &mut client,
         &name,
         &sql.claim,
-        &[&"q", &"w", &BATCH, &None::<i64>, &tokens],
+        &[
+            &"q",
+            &"w",
+            &BATCH,
+            &None::<i64>,
+            &tokens,
+            &crate::floor::front().0,
+            &crate::floor::front().1,
+        ],
     )
     .await;
     // Leased tasks numbered 1 mod 10, their tokens equal to their ids.
@@ -164,23 +180,36 @@ async fn check(schema: Schema) {
             .count()
     };
     assert_eq!(acked, leased.len(), "every ack found its task");
-    let dead = vec![false; leased.len()];
-    let now = vec![std::time::SystemTime::now(); leased.len()];
-    let errors = vec![serde_json::json!([]); leased.len()];
+    // Expired leases numbered 4 mod 10, their tokens equal to their ids.
+    let expired: Vec<i64> = (0..BATCH).map(|i| TASKS + 4 + 10 * i).collect();
+    let dead = vec![false; expired.len()];
+    let ended = std::time::UNIX_EPOCH + std::time::Duration::from_secs(EXPIRED_AT_UNIX);
+    let at = vec![ended; expired.len()];
+    let errors = vec![serde_json::json!([]); expired.len()];
     let expire = measure(
         &mut client,
         &name,
         &sql.expire,
-        &[&leased, &leased, &dead, &now, &errors],
+        &[&expired, &expired, &dead, &at, &errors],
     )
     .await;
     let promote = measure(&mut client, &name, &sql.promote_due, &[&BATCH]).await;
+    // The first page of the admin's list by attempts, 50 and one more.
+    let first_page = i64::from(i32::MAX) + 1;
+    let list = measure(
+        &mut client,
+        &name,
+        sql.list_by_attempts(None),
+        &[&"q", &1i32, &first_page, &0i64, &51i64],
+    )
+    .await;
 
     for (what, (read, answered)) in [
         ("claim", claim),
         ("ack_many", ack),
         ("expire", expire),
         ("promote_due", promote),
+        ("list_by_attempts", list),
     ] {
         assert!(answered > 0, "{what} answered nothing");
         assert!(

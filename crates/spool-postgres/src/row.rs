@@ -2,7 +2,7 @@
 //!
 //! Stored state lags the clock in two ways, both by design: a `scheduled`
 //! row whose run_at has passed is ready, and a `leased` row whose lease has
-//! expired is ready again or dead (SPEC §3 "Lease expiry"). [`StoredTask::view`]
+//! expired is ready again or dead (docs/spec.md §3 "Lease expiry"). [`StoredTask::view`]
 //! derives the shown task from the row and the statement's clock, using the
 //! rules of [`spool_core::transition`]; the sweeper writes the same result
 //! down later ([`Expiry`]), so a task looks the same before and after.

@@ -20,15 +20,16 @@ use spool_core::{
     TaskPatch, TaskRef, Timestamp,
 };
 use tokio::task::JoinHandle;
-use tokio_postgres::NoTls;
 
 use crate::config::PgConfig;
 use crate::error::{self, PgError};
+use crate::floor::{Floors, Ready};
 use crate::migrate;
 use crate::notifier::{self, Notifier};
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
 use crate::sql::Sql;
 use crate::sweep;
+use crate::tls;
 use crate::vacuum;
 use crate::wake::{self, Wakeups};
 
@@ -41,6 +42,8 @@ pub(crate) struct Shared {
     /// The schema's LISTEN/NOTIFY channel.
     pub(crate) channel: String,
     pub(crate) wakeups: Arc<Wakeups>,
+    /// Where this process's claims start ([`crate::floor`]).
+    pub(crate) floors: Arc<Floors>,
     pub(crate) notifier: Notifier,
     /// Tasks this process claimed since it last vacuumed ([`crate::vacuum`]).
     pub(crate) claimed_since_vacuum: AtomicU64,
@@ -52,12 +55,14 @@ impl Shared {
         self.pool.get().await.map_err(error::pool)
     }
 
-    /// Wakes claimers waiting on `queue`: here at once, elsewhere through
-    /// a NOTIFY the notifier sends soon, coalesced with others. Call it
-    /// after the change it announces has committed.
-    pub(crate) fn notify(&self, queue: &str) {
+    /// Wakes claimers waiting on `queue` and lowers claim floors for what
+    /// became `ready`: here at once, elsewhere through a NOTIFY the
+    /// notifier sends soon, coalesced with others. Call it after the change
+    /// it announces has committed.
+    pub(crate) fn notify(&self, queue: &str, ready: Ready) {
+        self.floors.lower(queue, ready);
         self.wakeups.wake(queue);
-        self.notifier.request(queue);
+        self.notifier.request(queue, ready);
     }
 }
 
@@ -75,7 +80,7 @@ impl Drop for Background {
 /// Spool's PostgreSQL store. Cheap to clone; clones share the pool.
 #[derive(Clone)]
 pub struct PgStore {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     _background: Arc<Background>,
 }
 
@@ -102,17 +107,20 @@ impl PgStore {
     /// string), creates or migrates the schema, and starts the background
     /// tasks on the current tokio runtime.
     ///
-    /// Must be called within a tokio runtime. TLS is not supported yet.
+    /// Must be called within a tokio runtime. `sslmode=require` in `url`
+    /// encrypts every connection (`crate::tls` says how the server is
+    /// checked); otherwise connections are cleartext.
     pub async fn connect(url: &str, config: PgConfig) -> Result<PgStore, PgError> {
         let schema = config.validate()?;
         let mut pg: tokio_postgres::Config = url.parse().map_err(PgError::Url)?;
+        let tls = tls::settle(&mut pg, config.tls_root_cert.as_deref())?;
         if pg.get_connect_timeout().is_none() {
             pg.connect_timeout(config.connect_timeout);
         }
         if pg.get_application_name().is_none() {
             pg.application_name("spool");
         }
-        // SPEC §3: an answer means the change is on disk, whatever the
+        // docs/spec.md §3: an answer means the change is on disk, whatever the
         // server's default.
         with_option(&mut pg, "-c synchronous_commit=on");
         // Every statement is shaped for one plan whatever its parameters
@@ -128,7 +136,7 @@ impl PgStore {
         with_option(&mut pg, "-c jit=off");
         let manager = Manager::from_config(
             pg.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -153,10 +161,17 @@ impl PgStore {
             config,
             channel: schema.channel(),
             wakeups: Arc::new(Wakeups::default()),
+            floors: Arc::new(Floors::default()),
             notifier: Notifier::default(),
             claimed_since_vacuum: AtomicU64::new(0),
         });
-        let listener = tokio::spawn(wake::listen(pg, schema.channel(), shared.wakeups.clone()));
+        let listener = tokio::spawn(wake::listen(
+            pg,
+            tls,
+            schema.channel(),
+            shared.wakeups.clone(),
+            shared.floors.clone(),
+        ));
         let sweeper = tokio::spawn(sweep::run(shared.clone()));
         let notifier = tokio::spawn(notifier::run(shared.clone()));
         let vacuum = tokio::spawn(vacuum::run(shared.clone()));
@@ -322,6 +337,10 @@ impl Store for PgStore {
 
     async fn delete_schedule(&self, name: &Kind) -> Result<(), StoreError> {
         self.shared.delete_schedule(name).await
+    }
+
+    fn schedule_changes(&self) -> Option<tokio::sync::watch::Receiver<()>> {
+        Some(self.shared.wakeups.schedule_changes())
     }
 
     async fn fire_schedule(

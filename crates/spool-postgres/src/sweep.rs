@@ -4,7 +4,10 @@
 //! - writes expired leases down (ready again, or dead on the last attempt,
 //!   with "lease expired" recorded), deciding with
 //!   [`spool_core::transition`] through [`Expiry`], exactly as views derive
-//!   them before it gets there;
+//!   them before it gets there. It looks only at leases that ended since
+//!   its last complete pass (and a margin), and at all of them every 5 s:
+//!   under a held xmin horizon the index's front fills with entries of
+//!   acked leases that no scan may skip (`sql/expired_leases.sql`);
 //! - promotes due scheduled tasks to ready, so they join the claim index,
 //!   and wakes their queues' waiters;
 //! - now and then, forgets idempotency keys whose dedup window has passed.
@@ -18,10 +21,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use tokio::time::Instant;
+
 use spool_core::StoreError;
 
 use crate::db::Db;
 use crate::error::{corrupt, db};
+use crate::floor::Ready;
 use crate::row::{errors_json, read_errors, Expiry};
 use crate::store::Shared;
 use crate::values::{time, timestamp};
@@ -35,16 +41,41 @@ const PURGE_BATCH: i64 = 10_000;
 const PURGE_EVERY: u64 = 200;
 /// Longest pause after a failed tick (the database is down).
 const ERROR_PAUSE_MAX: Duration = Duration::from_secs(5);
+/// Expiry looks back over everything this often, and otherwise only over
+/// leases that ended since its last complete pass, plus `EXPIRY_MARGIN`
+/// for claims whose statement ran that long before it committed.
+const EXPIRY_RESCAN: Duration = Duration::from_secs(5);
+const EXPIRY_MARGIN: Duration = Duration::from_secs(1);
+/// The window of a look over everything: 100 years.
+pub(crate) const ALL_LEASES: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Sweeps until the store is dropped (the task is aborted then).
 pub(crate) async fn run(shared: Arc<Shared>) {
     let interval = shared.config.sweep_interval;
     let mut pause = interval;
+    // When the last pass that looked over everything, and the last
+    // complete pass, started.
+    let mut looked_at_all: Option<Instant> = None;
+    let mut complete: Option<Instant> = None;
     for tick in 0u64.. {
         let purge = tick % PURGE_EVERY == 0;
-        match shared.sweep(purge).await {
-            Ok(()) => pause = interval,
+        let started = Instant::now();
+        let window = match (looked_at_all, complete) {
+            (Some(all), Some(done)) if all.elapsed() < EXPIRY_RESCAN => {
+                done.elapsed() + EXPIRY_MARGIN
+            }
+            _ => {
+                looked_at_all = Some(started);
+                ALL_LEASES
+            }
+        };
+        match shared.sweep(purge, window).await {
+            Ok(all_read) => {
+                pause = interval;
+                complete = all_read.then_some(started);
+            }
             Err(e) => {
+                complete = None;
                 tracing::warn!(error = %e, "sweep failed; retrying");
                 pause = (pause * 2).min(ERROR_PAUSE_MAX);
             }
@@ -54,8 +85,13 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 }
 
 impl Shared {
-    async fn sweep(&self, purge: bool) -> Result<(), StoreError> {
-        self.expire_leases(None).await?;
+    /// One tick, expiring leases that ended within `window`; answers
+    /// whether it wrote down every expired lease it looked for (no queue
+    /// had more than a batch).
+    async fn sweep(&self, purge: bool, window: Duration) -> Result<bool, StoreError> {
+        let expired = self.read_expired(None, window).await?;
+        let all_read = expired.len() < usize::try_from(EXPIRE_BATCH).unwrap_or(usize::MAX);
+        self.write_expired(&expired).await?;
         let client = self.client().await?;
         let woken = client
             .query(&self.sql.promote_due, &[&PROMOTE_BATCH])
@@ -72,53 +108,97 @@ impl Shared {
             // notification comes back through the listener.
             tracing::trace!(queues = woken.len(), "promoted due tasks");
         }
-        Ok(())
+        Ok(all_read)
     }
 
     /// Writes down leases that have expired, in one queue or all; returns
     /// how many.
     pub(crate) async fn expire_leases(&self, queue_id: Option<i32>) -> Result<usize, StoreError> {
+        let expired = self.read_expired(queue_id, ALL_LEASES).await?;
+        self.write_expired(&expired).await
+    }
+
+    /// Leases that have expired, in one queue or all, with what each
+    /// becomes ([`Expiry`]). Read without locks: [`Shared::write_expired`]
+    /// writes only leases still as read.
+    pub(crate) async fn read_expired(
+        &self,
+        queue_id: Option<i32>,
+        window: Duration,
+    ) -> Result<Vec<ExpiredLease>, StoreError> {
+        let window = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
         let client = self.client().await?;
         let rows = client
-            .query(&self.sql.expired_leases, &[&queue_id, &EXPIRE_BATCH])
+            .query(
+                &self.sql.expired_leases,
+                &[&queue_id, &EXPIRE_BATCH, &window],
+            )
             .await
             .map_err(db)?;
-        if rows.is_empty() {
+        rows.iter()
+            .map(|row| {
+                let attempt: i32 = row.try_get("attempt").map_err(corrupt)?;
+                let max_attempts: i32 = row.try_get("max_attempts").map_err(corrupt)?;
+                let expired_at = timestamp(row.try_get("lease_expires_at").map_err(corrupt)?);
+                Ok(ExpiredLease {
+                    id: row.try_get("id").map_err(corrupt)?,
+                    token: row.try_get("lease_token").map_err(corrupt)?,
+                    queue: row.try_get("queue").map_err(corrupt)?,
+                    expiry: Expiry::new(
+                        u32::try_from(attempt).map_err(corrupt)?,
+                        u32::try_from(max_attempts).map_err(corrupt)?,
+                        expired_at,
+                        read_errors(row, "errors")?,
+                    ),
+                })
+            })
+            .collect()
+    }
+
+    /// Writes down the leases [`Shared::read_expired`] found, those whose
+    /// lease is still the one read (same token, same end, passed), and
+    /// wakes the queues of tasks that became ready; returns how many.
+    pub(crate) async fn write_expired(
+        &self,
+        expired: &[ExpiredLease],
+    ) -> Result<usize, StoreError> {
+        if expired.is_empty() {
             return Ok(0);
         }
-        let mut ids = Vec::with_capacity(rows.len());
-        let mut tokens = Vec::with_capacity(rows.len());
-        let mut dead = Vec::with_capacity(rows.len());
-        let mut at: Vec<SystemTime> = Vec::with_capacity(rows.len());
-        let mut errors = Vec::with_capacity(rows.len());
-        let mut queues = BTreeSet::new();
-        for row in &rows {
-            let attempt: i32 = row.try_get("attempt").map_err(corrupt)?;
-            let max_attempts: i32 = row.try_get("max_attempts").map_err(corrupt)?;
-            let expired_at = timestamp(row.try_get("lease_expires_at").map_err(corrupt)?);
-            let e = Expiry::new(
-                u32::try_from(attempt).map_err(corrupt)?,
-                u32::try_from(max_attempts).map_err(corrupt)?,
-                expired_at,
-                read_errors(row, "errors")?,
-            );
-            ids.push(row.try_get::<_, i64>("id").map_err(corrupt)?);
-            tokens.push(row.try_get::<_, i64>("lease_token").map_err(corrupt)?);
-            if !e.dead {
-                queues.insert(row.try_get::<_, String>("queue").map_err(corrupt)?);
-            }
-            dead.push(e.dead);
-            at.push(time(e.at)?);
-            errors.push(errors_json(&e.errors));
-        }
+        let ids: Vec<i64> = expired.iter().map(|e| e.id).collect();
+        let tokens: Vec<i64> = expired.iter().map(|e| e.token).collect();
+        let dead: Vec<bool> = expired.iter().map(|e| e.expiry.dead).collect();
+        let at = expired
+            .iter()
+            .map(|e| time(e.expiry.at))
+            .collect::<Result<Vec<SystemTime>, StoreError>>()?;
+        let errors: Vec<_> = expired
+            .iter()
+            .map(|e| errors_json(&e.expiry.errors))
+            .collect();
+        let client = self.client().await?;
         let written = client
             .query(&self.sql.expire, &[&ids, &tokens, &dead, &at, &errors])
             .await
             .map_err(db)?;
         drop(client);
-        for queue in &queues {
-            self.notify(queue);
+        let queues: BTreeSet<&str> = expired
+            .iter()
+            .filter(|e| !e.expiry.dead)
+            .map(|e| e.queue.as_str())
+            .collect();
+        for queue in queues {
+            self.notify(queue, Ready::Anywhere);
         }
         Ok(written.len())
     }
+}
+
+/// An expired lease as read, and what its task becomes.
+#[derive(Debug)]
+pub(crate) struct ExpiredLease {
+    id: i64,
+    token: i64,
+    queue: String,
+    expiry: Expiry,
 }

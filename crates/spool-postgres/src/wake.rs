@@ -18,21 +18,32 @@
 //! wake-up it received but did not use to the next waiter. While the
 //! listener is down, waiters fall back to polling; when it comes back,
 //! every waiter is woken, since notifications sent meanwhile are lost.
+//!
+//! The same channel tells schedulers that a schedule was put or deleted:
+//! its payload is then [`SCHEDULES`], which no queue name can be.
 
 use std::collections::HashMap;
 use std::future::poll_fn;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::Notify;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio::sync::{watch, Notify};
+use tokio_postgres::AsyncMessage;
 
-/// One doorbell per queue that someone is claiming from.
+use crate::floor::{Floors, Ready};
+use crate::tls::MakeTls;
+
+/// The payload announcing a schedule change ('@' is not in queue names).
+pub(crate) const SCHEDULES: &str = "@schedules";
+
+/// One doorbell per queue that someone is claiming from, and the
+/// schedulers' signal.
 #[derive(Debug, Default)]
 pub(crate) struct Wakeups {
     // A std mutex: held for a map operation, never across an await. The map
     // holds one `Arc` of each doorbell; claimers hold the others.
     queues: Mutex<HashMap<String, Arc<Notify>>>,
+    schedules: watch::Sender<()>,
 }
 
 impl Wakeups {
@@ -43,8 +54,18 @@ impl Wakeups {
         queues.entry(queue.to_string()).or_default().clone()
     }
 
-    /// Wakes one claimer waiting on `queue` in this process.
+    /// A receiver that sees every schedule change announced.
+    pub(crate) fn schedule_changes(&self) -> watch::Receiver<()> {
+        self.schedules.subscribe()
+    }
+
+    /// Wakes one claimer waiting on `queue` in this process (or, for
+    /// [`SCHEDULES`], the schedulers).
     pub(crate) fn wake(&self, queue: &str) {
+        if queue == SCHEDULES {
+            self.schedules.send_replace(());
+            return;
+        }
         let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(bell) = queues.get(queue) {
             if Arc::strong_count(bell) == 1 {
@@ -57,8 +78,9 @@ impl Wakeups {
         }
     }
 
-    /// Wakes every waiter of every queue.
+    /// Wakes every waiter of every queue, and the schedulers.
     pub(crate) fn wake_all(&self) {
+        self.schedules.send_replace(());
         let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
         queues.retain(|_, bell| Arc::strong_count(bell) > 1);
         for bell in queues.values() {
@@ -73,10 +95,16 @@ const RECONNECT_MAX: Duration = Duration::from_secs(5);
 
 /// Keeps a LISTEN connection open for as long as the store lives,
 /// reconnecting with exponential backoff.
-pub(crate) async fn listen(config: tokio_postgres::Config, channel: String, wakeups: Arc<Wakeups>) {
+pub(crate) async fn listen(
+    config: tokio_postgres::Config,
+    tls: MakeTls,
+    channel: String,
+    wakeups: Arc<Wakeups>,
+    floors: Arc<Floors>,
+) {
     let mut pause = RECONNECT_MIN;
     loop {
-        match listen_once(&config, &channel, &wakeups).await {
+        match listen_once(&config, tls.clone(), &channel, &wakeups, &floors).await {
             Ok(()) => tracing::warn!("the LISTEN connection closed; reconnecting"),
             Err(e) => tracing::warn!(error = %e, "the LISTEN connection failed; reconnecting"),
         }
@@ -88,16 +116,20 @@ pub(crate) async fn listen(config: tokio_postgres::Config, channel: String, wake
 /// One LISTEN session, until its connection ends.
 async fn listen_once(
     config: &tokio_postgres::Config,
+    tls: MakeTls,
     channel: &str,
     wakeups: &Wakeups,
+    floors: &Floors,
 ) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+    let (client, mut connection) = config.connect(tls).await?;
     // The connection must be polled for the LISTEN to complete; the same
     // loop then delivers notifications until the connection ends.
     let drive = async {
         while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
             if let AsyncMessage::Notification(n) = message? {
-                wakeups.wake(n.payload());
+                let (queue, ready) = Ready::parse(n.payload());
+                floors.lower(queue, ready);
+                wakeups.wake(queue);
             }
         }
         Ok(())
@@ -111,6 +143,7 @@ async fn listen_once(
     }
     tracing::debug!(channel, "listening for ready work");
     // Notifications sent while no connection listened are lost.
+    floors.reset(None);
     wakeups.wake_all();
     drive.await
 }

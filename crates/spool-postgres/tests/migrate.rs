@@ -51,7 +51,7 @@ async fn concurrent_starters_migrate_once() {
     }
     assert_eq!(
         versions(&schema).await,
-        vec![(1, 1), (2, 1), (3, 1), (4, 1)]
+        vec![(1, 1), (2, 1), (3, 1), (4, 1), (5, 1)]
     );
 
     // Every starter sees a working schema.
@@ -63,7 +63,7 @@ async fn concurrent_starters_migrate_once() {
     connect(test_config(&schema)).await;
     assert_eq!(
         versions(&schema).await,
-        vec![(1, 1), (2, 1), (3, 1), (4, 1)]
+        vec![(1, 1), (2, 1), (3, 1), (4, 1), (5, 1)]
     );
 }
 
@@ -104,4 +104,50 @@ async fn an_unreachable_database_is_a_connect_error() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), "connect", "{err}");
+}
+
+/// Tasks queued on a schema at version 4 (before the stats cache and the
+/// index of retried tasks) are all claimable after migrating to 5, with
+/// their attempts and priorities.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_queued_before_migration_5_are_claimed_after_it() {
+    use spool_core::{ClaimRequest, NewTask, Payload, QueueName, Store};
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let q = QueueName::new("kept").unwrap();
+    let old = connect(test_config(&schema)).await;
+    let tasks = (0..20u8)
+        .map(|i| NewTask::new(Payload::binary(vec![i])).priority(i16::from(i % 3)))
+        .collect();
+    let ids: Vec<_> = old
+        .enqueue(&q, tasks)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id)
+        .collect();
+    drop(old);
+    // Back to version 4, as a store of the previous build left it.
+    client()
+        .await
+        .batch_execute(&format!(
+            "DROP TABLE \"{schema}\".stats_cache; DROP INDEX \"{schema}\".tasks_retried; \
+             DELETE FROM \"{schema}\".migrations WHERE version = 5"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(versions(&schema).await.last(), Some(&(4, 1)));
+
+    let new = connect(test_config(&schema)).await;
+    assert_eq!(versions(&schema).await.last(), Some(&(5, 1)));
+    let claimed = new.claim(ClaimRequest::new(q, "w").max(100)).await.unwrap();
+    let mut got: Vec<_> = claimed.iter().map(|t| t.id).collect();
+    got.sort();
+    let mut want = ids;
+    want.sort();
+    assert_eq!(got, want, "every queued task is claimed");
+    assert!(
+        claimed.windows(2).all(|w| w[0].priority <= w[1].priority),
+        "in claim order"
+    );
 }

@@ -1,6 +1,7 @@
 //! Wake-ups across processes: an enqueue through one store reaches a claim
 //! waiting in another store on the same schema through NOTIFY (sent after
-//! commit by the notifier), not through the fallback poll.
+//! commit by the notifier), not through the fallback poll; so does a
+//! schedule put or deleted, to the other store's schedulers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -8,7 +9,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{connect, fresh_schema, test_config, DropSchema};
-use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store};
+use spool_core::{
+    Cadence, ClaimRequest, Kind, NewTask, Payload, QueueName, QueueSettings, ScheduleSpec, Store,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enqueue_in_another_store_wakes_a_waiting_claimer() {
@@ -51,4 +54,42 @@ async fn an_enqueue_in_another_store_wakes_a_waiting_claimer() {
     );
     let waited = woke_at.duration_since(enqueued_at);
     assert!(waited < Duration::from_secs(2), "woken after {waited:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_put_or_deleted_in_another_store_is_signalled_at_once() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let (watcher, writer) = (
+        connect(test_config(&schema)).await,
+        connect(test_config(&schema)).await,
+    );
+    let mut there = watcher.schedule_changes().expect("a signal");
+    let mut here = writer.schedule_changes().expect("a signal");
+    // Let the watcher's LISTEN connection come up (it signals once then).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    there.borrow_and_update();
+    let name = Kind::new("nightly").unwrap();
+    let spec = ScheduleSpec {
+        name: name.clone(),
+        queue: QueueName::new("reports").unwrap(),
+        kind: None,
+        payload: Payload::default(),
+        cadence: Cadence::Every(Duration::from_secs(3600)),
+        deadline: None,
+    };
+    let within = Duration::from_secs(2);
+    writer.put_schedule(spec).await.unwrap();
+    assert!(here.has_changed().unwrap(), "the writer's own schedulers");
+    here.borrow_and_update();
+    tokio::time::timeout(within, there.changed())
+        .await
+        .expect("the put reached the other store")
+        .unwrap();
+    writer.delete_schedule(&name).await.unwrap();
+    assert!(here.has_changed().unwrap());
+    tokio::time::timeout(within, there.changed())
+        .await
+        .expect("the delete reached the other store")
+        .unwrap();
 }

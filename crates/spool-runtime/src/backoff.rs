@@ -1,5 +1,5 @@
 //! How long to wait after a store error before trying again: 100 ms,
-//! doubling to 10 s, reset by the next success (SPEC §6).
+//! doubling to 10 s, reset by the next success (docs/spec.md §6).
 //!
 //! A store that is down must not be hammered by every loop of every worker,
 //! and one that comes back must be used again within seconds.

@@ -1,6 +1,6 @@
 //! The store's clock, mapped onto this process's monotonic clock.
 //!
-//! The store's clock is the only clock (SPEC §1): lease expiries, retry
+//! The store's clock is the only clock (docs/spec.md §1): lease expiries, retry
 //! times and schedule ticks are store timestamps. To sleep until one of them
 //! the runtime needs the offset between the store's clock and
 //! [`Instant`]: it asks the store for its time (`Store::now`) and takes the

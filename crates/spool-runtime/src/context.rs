@@ -128,7 +128,7 @@ impl Context {
         &self.inner.task.kind
     }
 
-    /// 1 on the first run, counting every claim (SPEC §2).
+    /// 1 on the first run, counting every claim (docs/spec.md §2).
     pub fn attempt(&self) -> u32 {
         self.inner.task.attempt
     }

@@ -63,7 +63,7 @@ where
 /// When a failed task runs again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Backoff {
-    /// The queue's backoff, computed by the store (SPEC §3).
+    /// The queue's backoff, computed by the store (docs/spec.md §3).
     #[default]
     Queue,
     /// `min(base * 2^(attempt-1), max)`, ±10% jitter.

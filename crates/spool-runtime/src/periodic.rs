@@ -1,4 +1,4 @@
-//! A typed periodic schedule: a job enqueued once per tick (SPEC §5).
+//! A typed periodic schedule: a job enqueued once per tick (docs/spec.md §5).
 
 use std::time::Duration;
 
@@ -32,7 +32,8 @@ impl<J: Job> PeriodicJob<J> {
         }
     }
 
-    /// At the times of a 6-field cron expression (with seconds), in UTC.
+    /// At the times of a cron expression (5 fields, 6 with seconds first,
+    /// or a macro such as `@daily`), in UTC unless [`PeriodicJob::tz`].
     pub fn cron(name: impl Into<String>, expr: impl Into<String>, job: J) -> Self {
         PeriodicJob {
             name: name.into(),

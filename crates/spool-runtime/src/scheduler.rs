@@ -1,7 +1,10 @@
-//! The scheduler: fires periodic schedules (SPEC §5) against any store.
+//! The scheduler: fires periodic schedules (docs/spec.md §5) against any store.
 //!
-//! It keeps the store's schedule list fresh (every second by default),
-//! sleeps until the next tick on the store's clock, and calls
+//! It keeps the store's schedule list fresh (read again every second by
+//! default, and at once when the store signals a schedule put or deleted,
+//! `Store::schedule_changes`, so a new schedule's first tick is as prompt
+//! as the later ones), sleeps until the next tick on the store's clock,
+//! and calls
 //! `Store::fire_schedule(name, tick)` for each schedule due. The store
 //! guards each tick, so any number of schedulers on one store (one per
 //! worker process, say) make one task per tick, and a dead scheduler holds
@@ -71,7 +74,9 @@ impl Scheduler {
     }
 
     /// How often the schedule list (and the store's clock) is read again:
-    /// how soon a new, changed or deleted schedule is noticed. Default 1 s.
+    /// how soon a new, changed or deleted schedule is noticed when the
+    /// store does not signal changes (the embedded engine and PostgreSQL
+    /// do). Default 1 s.
     pub fn refresh_every(mut self, every: Duration) -> Self {
         self.refresh = every.max(Duration::from_millis(10));
         self
@@ -113,6 +118,7 @@ async fn run(scheduler: Scheduler, stop: CancellationToken) {
     let mut next_refresh = Instant::now();
     let mut list_backoff = ErrorBackoff::new();
     let mut fire_backoff = ErrorBackoff::new();
+    let mut changes = store.schedule_changes();
     loop {
         if Instant::now() >= next_refresh {
             match refresh(store, &clock).await {
@@ -139,8 +145,25 @@ async fn run(scheduler: Scheduler, stop: CancellationToken) {
         }
         tokio::select! {
             () = tokio::time::sleep_until(wake) => {}
+            changed = changed(&mut changes) => {
+                if changed {
+                    next_refresh = Instant::now();
+                } else {
+                    // The store went away: poll from now on.
+                    changes = None;
+                }
+            }
             () = stop.cancelled() => return,
         }
+    }
+}
+
+/// Waits for the store's next schedule change; false if it can no longer
+/// signal one. Never ready when the store does not signal changes.
+async fn changed(changes: &mut Option<tokio::sync::watch::Receiver<()>>) -> bool {
+    match changes {
+        Some(rx) => rx.changed().await.is_ok(),
+        None => std::future::pending().await,
     }
 }
 

@@ -1,4 +1,4 @@
-//! Bearer-token authentication (SPEC §7, Security).
+//! Bearer-token authentication (docs/spec.md §7, Security).
 //!
 //! When a token is configured it is required on every path but `/healthz`,
 //! loopback included, so a local process cannot bypass it. The comparison

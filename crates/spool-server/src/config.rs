@@ -1,4 +1,4 @@
-//! The server's settings: security and resource limits (SPEC §7.1, Security).
+//! The server's settings: security and resource limits (docs/spec.md §7.1, Security).
 //!
 //! Every limit has a default that is safe on a public address except the
 //! token, which the CLI must require there (the server enforces a token
@@ -26,9 +26,11 @@ pub struct ServerConfig {
     /// Longest a request may take end to end, body upload included. Must
     /// exceed the longest claim long poll (30 s) plus the store timeout.
     pub request_timeout: Duration,
-    /// Longest a connection may take to send a request head, including the
-    /// idle time between keep-alive requests.
+    /// Longest a connection may take to send a request head, and longest
+    /// it may stay open with no request in progress (HTTP/1 and HTTP/2).
     pub header_read_timeout: Duration,
+    /// Most connections open at once; more wait to be accepted.
+    pub max_connections: usize,
     /// Most requests in progress at once; more get 429 `overloaded`.
     /// Long-poll claims hold a slot while they wait.
     pub concurrency_limit: usize,
@@ -37,6 +39,10 @@ pub struct ServerConfig {
     pub store_timeout: Duration,
     /// How long shutdown waits for requests in progress.
     pub shutdown_grace: Duration,
+    /// Mark the admin session cookie `Secure` (sent over HTTPS only) even
+    /// though this server speaks plain HTTP: for a server behind a proxy
+    /// that terminates TLS. Always so when `tls` is set.
+    pub secure_cookies: bool,
     /// Serve HTTPS with these PEM files.
     pub tls: Option<TlsConfig>,
 }
@@ -50,9 +56,11 @@ impl Default for ServerConfig {
             max_header_bytes: 64 * 1024,
             request_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(30),
+            max_connections: 10_000,
             concurrency_limit: 4096,
             store_timeout: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(10),
+            secure_cookies: false,
             tls: None,
         }
     }

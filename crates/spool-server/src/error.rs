@@ -1,7 +1,7 @@
 //! The one place where failures become HTTP answers.
 //!
 //! Every error answer is `{"error": {"code", "message"}}` with a stable code
-//! (SPEC §7). Store errors keep their own code; the server adds the codes of
+//! (docs/spec.md §7). Store errors keep their own code; the server adds the codes of
 //! its own layers (auth, limits, routing). Internal and unavailable errors are
 //! logged in full here and answered with a generic message, so file paths,
 //! SQL and the like never reach a client.
@@ -40,6 +40,8 @@ pub enum ApiError {
     RequestTimeout(std::time::Duration),
     #[error("the request head is too large ({count} fields, {bytes} bytes)")]
     HeadersTooLarge { count: usize, bytes: usize },
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 /// The error object of every error answer.
@@ -85,6 +87,7 @@ impl ApiError {
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "headers_too_large",
             ),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
         }
     }
 

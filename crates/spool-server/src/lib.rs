@@ -1,4 +1,4 @@
-//! Spool's server: the HTTP/JSON API of SPEC §7 over any [`spool_core::Store`].
+//! Spool's server: the HTTP/JSON API of docs/spec.md §7 over any [`spool_core::Store`].
 //!
 //! A map of the data path:
 //! - `serve` accepts connections (HTTP/1.1 and HTTP/2, optionally TLS) and
@@ -12,7 +12,9 @@
 //! - [`ApiError`] is the one place that turns failures into HTTP
 //!   answers (`{"error": {"code", "message"}}`), hiding internals;
 //! - `admin` is the admin page: server-rendered HTML pages and their
-//!   actions over the same store, with a login for when a token is set.
+//!   actions over the same store, with a login for when a token is set;
+//! - [`resp`] is the second listener: the Redis protocol (RESP2/RESP3)
+//!   over the same state, token and error codes (docs/spec.md §7.2).
 //!
 //! Invariants: malformed input is refused before any store call that could
 //! change state, and never yields a 5xx; every API answer that is not a success carries the JSON error body (admin pages answer the same statuses as HTML); no
@@ -26,23 +28,28 @@ mod admin;
 mod api;
 mod auth;
 mod config;
+mod conn;
 mod error;
 mod extract;
 mod limits;
 mod metrics;
 mod observe;
 mod openapi;
+mod origin;
+pub mod resp;
 // Timestamps on the wire: one definition, shared with the client.
 use spool_core::rfc3339;
 mod router;
 mod serve;
 mod state;
 mod tls;
+mod unread;
 mod wire;
 
 pub use config::{ServerConfig, TlsConfig};
 pub use error::ApiError;
 pub use openapi::openapi;
+pub use resp::{run_resp, RespLimits};
 pub use router::router;
 pub use serve::{run, ServeError};
 pub use state::AppState;

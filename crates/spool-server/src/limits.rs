@@ -19,6 +19,7 @@ use tokio::sync::Semaphore;
 
 use crate::auth::{self, OPEN_PATH};
 use crate::error::ApiError;
+use crate::origin;
 use crate::state::AppState;
 
 /// The body limit in force, so a 413 can say what it is.
@@ -82,7 +83,8 @@ pub struct Gate {
 
 /// Middleware, in this order: header limits (431), concurrency (429; not
 /// for `/healthz`, so probes see a live server), request timeout (408),
-/// declared body size (413), auth (401).
+/// declared body size (413), cross-site requests (403, [`crate::origin`]),
+/// auth (401).
 pub async fn gate(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
     if let Err(e) = check_headers(gate.headers, &req) {
         return e.into_response();
@@ -96,7 +98,9 @@ pub async fn gate(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Re
         }
     };
     let admitted = async {
-        if let Err(e) = check_declared_body(gate.body, &req) {
+        if let Err(e) = check_declared_body(gate.body, &req)
+            .and_then(|()| origin::check(&req, gate.state.config().token.is_some()))
+        {
             return e.into_response();
         }
         auth::require_token(&gate.state, req, next).await

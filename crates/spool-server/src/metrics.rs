@@ -1,4 +1,4 @@
-//! Prometheus metrics (`spool_*`, SPEC §7.1).
+//! Prometheus metrics (`spool_*`, docs/spec.md §7.1).
 //!
 //! Counters and histograms are recorded through the `metrics` facade as
 //! things happen, so metrics of other crates (the engine's fsync timings)
@@ -8,8 +8,17 @@
 //!
 //! The recorder is process-wide (the facade allows one): the first server to
 //! start installs it; later servers in the same process share it.
+//!
+//! Label values are bounded, since every distinct value is a series kept
+//! forever: HTTP methods are the standard ones or `other` (a client may
+//! send any token as a method), and a queue is named only once it is known
+//! to exist (in `stats`, enqueued to, or a task of it seen), up to
+//! [`MAX_QUEUE_LABELS`]; claims on made-up names count under `other`.
 
-use std::sync::OnceLock;
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use axum::http::Method;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use spool_core::{QueueStats, TaskState};
@@ -33,6 +42,47 @@ const BUCKETS: &[f64] = &[
 ];
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Most queues named in labels; more count under `other`.
+pub const MAX_QUEUE_LABELS: usize = 1000;
+
+/// The label value of anything not named.
+const OTHER: &str = "other";
+
+static QUEUES: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+
+/// The `queue` label of `queue`: its name if it is known, or if `exists`
+/// (which makes it known) and there is room; else `other`.
+pub fn queue_label(queue: &str, exists: bool) -> String {
+    let mut known = QUEUES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if known.contains(queue) {
+        return queue.to_string();
+    }
+    if exists && known.len() < MAX_QUEUE_LABELS {
+        known.insert(queue.to_string());
+        return queue.to_string();
+    }
+    OTHER.to_string()
+}
+
+/// The `method` label: a standard method's name, else `other`.
+pub fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => OTHER,
+    }
+}
 
 /// The process's Prometheus registry, installed on first use.
 pub fn handle() -> &'static PrometheusHandle {
@@ -84,7 +134,7 @@ fn describe() {
 /// Sets the per-queue gauges from a fresh `stats`.
 pub fn refresh_gauges(stats: &[QueueStats]) {
     for q in stats {
-        let queue = q.name.to_string();
+        let queue = queue_label(q.name.as_str(), true);
         for state in TaskState::ALL {
             metrics::gauge!(TASKS, "queue" => queue.clone(), "state" => state.as_str())
                 .set(q.counts.get(state) as f64);

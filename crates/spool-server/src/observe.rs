@@ -2,7 +2,7 @@
 //!
 //! Every request gets a `tracing` span (method, route) and, when it ends, a
 //! count and a latency sample labelled by route template (never by raw path,
-//! whose ids would make unbounded label sets). Successes and client errors
+//! whose ids would make unbounded label sets) and by a bounded method label. Successes and client errors
 //! log at debug level so a busy server does not drown its log; server errors
 //! are logged where they are made ([`crate::error`]).
 
@@ -13,7 +13,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 
-use crate::metrics::{HTTP_DURATION, HTTP_REQUESTS};
+use crate::metrics::{method_label, HTTP_DURATION, HTTP_REQUESTS};
 
 /// Middleware: logs and measures one request.
 pub async fn observe(req: Request, next: Next) -> Response {
@@ -30,7 +30,7 @@ pub async fn observe(req: Request, next: Next) -> Response {
     span.in_scope(|| tracing::debug!(status, elapsed_ms = elapsed.as_millis() as u64, "answered"));
     metrics::counter!(
         HTTP_REQUESTS,
-        "method" => method.to_string(),
+        "method" => method_label(&method),
         "route" => route.clone(),
         "status" => status.to_string()
     )

@@ -2,7 +2,8 @@
 //! the middleware stack,
 //! with JSON answers for unknown routes (404) and wrong methods (405).
 //!
-//! Layers, outermost first: observe (logs, metrics) → the gate (header
+//! Layers, outermost first: keep-alive after an unread body
+//! ([`crate::unread`]) → observe (logs, metrics) → the gate (header
 //! limits 431, concurrency 429, request timeout 408, declared body 413,
 //! auth 401; [`crate::limits::gate`]) → body limit while reading (413) →
 //! handler.
@@ -18,7 +19,7 @@ use tokio::sync::Semaphore;
 use crate::error::ApiError;
 use crate::limits::{BodyLimit, Gate, HeaderLimits};
 use crate::state::AppState;
-use crate::{admin, api, limits, metrics, observe};
+use crate::{admin, api, limits, metrics, observe, unread};
 
 /// The whole API as a service, without a socket (tests call it directly).
 pub fn router(state: AppState) -> Router {
@@ -47,6 +48,7 @@ pub fn router(state: AppState) -> Router {
             limits::gate,
         ))
         .layer(from_fn(observe::observe))
+        .layer(from_fn(unread::keep_alive))
         .with_state(state)
 }
 

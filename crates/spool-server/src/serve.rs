@@ -3,9 +3,11 @@
 //!
 //! The request head is bounded in size and count of fields (a backstop:
 //! the configured limits are enforced with a JSON answer by the router) and
-//! in time (`header_read_timeout`, which also bounds idle
-//! keep-alive connections). On shutdown the listener closes at once, requests
-//! in progress get `shutdown_grace` to finish, then connections are dropped.
+//! in time (`header_read_timeout`, which also bounds idle connections of
+//! either protocol, see [`crate::conn`]). At most `max_connections` are
+//! open at once; more wait in the listen backlog. On shutdown the listener
+//! closes at once, requests in progress get `shutdown_grace` to finish, then
+//! connections are dropped.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -13,15 +15,20 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::config::ServerConfig;
+use crate::conn::{self, Activity, Tracked};
 use crate::router::router;
 use crate::state::AppState;
 use crate::tls::{self, TlsError};
+
+/// How often an HTTP/2 connection is pinged, and how long its answer may
+/// take before the connection is dropped.
+const HTTP2_PING: Duration = Duration::from_secs(20);
 
 /// How long a client may take to finish a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,10 +56,14 @@ pub async fn run(
     if config.token.as_deref().is_some_and(str::is_empty) {
         return Err(ServeError::Config("the token must not be empty".into()));
     }
+    if config.max_connections == 0 {
+        return Err(ServeError::Config(
+            "max_connections must be at least 1".into(),
+        ));
+    }
     let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
     let app = router(state.with_config(&config));
     let builder = Arc::new(connection_builder(&config));
-    let graceful = GracefulShutdown::new();
     tracing::info!(
         addr = ?listener.local_addr().ok(),
         tls = tls.is_some(),
@@ -60,7 +71,19 @@ pub async fn run(
         "spool server listening"
     );
     tokio::pin!(shutdown);
+    let (stop, stopping) = watch::channel(false);
+    let max_connections = config.max_connections.min(Semaphore::MAX_PERMITS);
+    let slots = Arc::new(Semaphore::new(max_connections));
+    let idle = config.header_read_timeout;
     loop {
+        // At the cap, new connections wait in the listen backlog.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -74,19 +97,27 @@ pub async fn run(
             },
             () = &mut shutdown => break,
         };
-        let service = TowerToHyperService::new(app.clone());
+        let activity = Activity::new();
+        let service = Tracked {
+            inner: TowerToHyperService::new(app.clone()),
+            activity: activity.clone(),
+        };
         let builder = builder.clone();
-        let watcher = graceful.watcher();
+        let stopping = stopping.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let result = match tls {
                 None => {
-                    watcher
-                        .watch(builder.serve_connection(plain(stream), service))
-                        .await
+                    let conn = builder.serve_connection(plain(stream), service);
+                    conn::serve(conn, |c| c.graceful_shutdown(), &activity, idle, stopping).await
                 }
                 Some(acceptor) => match handshake(&acceptor, stream).await {
-                    Some(io) => watcher.watch(builder.serve_connection(io, service)).await,
+                    Some(io) => {
+                        let conn = builder.serve_connection(io, service);
+                        conn::serve(conn, |c| c.graceful_shutdown(), &activity, idle, stopping)
+                            .await
+                    }
                     None => return,
                 },
             };
@@ -96,8 +127,12 @@ pub async fn run(
         });
     }
     drop(listener);
+    let _ = stop.send(true);
+    // Every connection holds a slot until it ends: all slots back means
+    // every connection has closed.
+    let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
     tokio::select! {
-        () = graceful.shutdown() => tracing::info!("spool server stopped"),
+        _ = slots.acquire_many(all) => tracing::info!("spool server stopped"),
         () = tokio::time::sleep(config.shutdown_grace) => {
             tracing::warn!(grace = ?config.shutdown_grace, "requests still running at shutdown were dropped");
         }
@@ -151,6 +186,9 @@ fn connection_builder(config: &ServerConfig) -> Builder<TokioExecutor> {
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(head_bytes).unwrap_or(u32::MAX));
+        .max_header_list_size(u32::try_from(head_bytes).unwrap_or(u32::MAX))
+        // Pings find peers that vanished without closing.
+        .keep_alive_interval(Some(HTTP2_PING))
+        .keep_alive_timeout(HTTP2_PING);
     builder
 }

@@ -2,10 +2,11 @@
 //! the one place that bounds how long a store call may take.
 //!
 //! A store call that outlasts the store timeout answers 503 `unavailable`
-//! instead of hanging the request (SPEC §7.1, "Store down"). The outcome of
+//! instead of hanging the request (docs/spec.md §7.1, "Store down"). The outcome of
 //! the latest store call is remembered so `/healthz` can report a store that
 //! answers but cannot write.
 
+use crate::admin::throttle::Throttle;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -29,6 +30,12 @@ struct Shared {
     store_down: AtomicBool,
     /// What the admin page's rates are made of.
     monitor: Arc<Monitor>,
+    /// Held by every change of a queue's settings made through this server,
+    /// so a settings `PUT` (read, change, write) cannot undo a pause or
+    /// resume that lands between its read and its write.
+    settings: Arc<tokio::sync::Mutex<()>>,
+    /// Wrong tokens tried at the admin login.
+    login_throttle: Arc<Throttle>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -47,6 +54,8 @@ impl AppState {
             config: ServerConfig::default(),
             store_down: AtomicBool::new(false),
             monitor: Arc::new(Monitor::default()),
+            settings: Arc::default(),
+            login_throttle: Arc::default(),
         }))
     }
 
@@ -57,11 +66,22 @@ impl AppState {
             config: config.clone(),
             store_down: AtomicBool::new(self.store_seems_down()),
             monitor: self.0.monitor.clone(),
+            settings: self.0.settings.clone(),
+            login_throttle: self.0.login_throttle.clone(),
         }))
     }
 
     pub fn config(&self) -> &ServerConfig {
         &self.0.config
+    }
+
+    /// Waits for the right to change queue settings (see the field).
+    pub async fn settings_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.0.settings.lock().await
+    }
+
+    pub fn login_throttle(&self) -> &Throttle {
+        &self.0.login_throttle
     }
 
     pub fn store(&self) -> &dyn Store {

@@ -14,7 +14,7 @@ use crate::fixture::Fixture;
 pub(crate) const WORKER: &str = "worker-a";
 pub(crate) const OTHER_WORKER: &str = "worker-b";
 
-/// How far past a deadline cases move the clock: SPEC §7.1 gives a derived
+/// How far past a deadline cases move the clock: docs/spec.md §7.1 gives a derived
 /// state (run_at passed, lease expired) up to 100 ms to show.
 pub(crate) const BEYOND: Duration = Duration::from_millis(100);
 

@@ -75,7 +75,7 @@ impl Window {
     }
 }
 
-/// The backoff band of SPEC §3: `d` with ±10% jitter.
+/// The backoff band of docs/spec.md §3: `d` with ±10% jitter.
 pub(crate) fn jitter_band(d: Duration) -> (Duration, Duration) {
     (d.mul_f64(0.9), d.mul_f64(1.1))
 }

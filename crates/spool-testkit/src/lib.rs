@@ -1,4 +1,4 @@
-//! The Store conformance suite: every guarantee of SPEC §3 (and the
+//! The Store conformance suite: every guarantee of docs/spec.md §3 (and the
 //! store-level parts of §2, §4 and §7.1) as a test that runs against any
 //! [`Store`](spool_core::Store).
 //!

@@ -8,6 +8,7 @@
 //! [`RECORD_BATCH`], body = wall clock ms) at `first_lsn`; every later record
 //! takes the next LSN, so a batch covers `first_lsn..=last_lsn()` with no gap.
 
+use crate::position::LogPos;
 use crate::record::{finish_record, start_record, MAX_RECORD_LEN, RECORD_BATCH};
 
 /// A group-commit batch under construction.
@@ -19,6 +20,9 @@ pub struct BatchBuffer {
     /// The first record whose body is over [`MAX_RECORD_LEN`]: (lsn, len).
     /// Such a batch is refused by the writer rather than written undecodable.
     oversized: Option<(u64, usize)>,
+    /// Where the caller expects the batch to land ([`LogPos::place`]); the
+    /// writer refuses to put it anywhere else.
+    placement: Option<LogPos>,
 }
 
 impl BatchBuffer {
@@ -36,6 +40,7 @@ impl BatchBuffer {
             first_lsn,
             next_lsn: first_lsn,
             oversized: None,
+            placement: None,
         };
         batch.push(RECORD_BATCH, |b| {
             b.extend_from_slice(&wall_clock_ms.to_le_bytes())
@@ -90,6 +95,16 @@ impl BatchBuffer {
     /// The encoded records, as they will be written.
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf
+    }
+
+    /// Pins where the batch must be written: positions computed from it
+    /// (payload locators) then hold once it is durable.
+    pub fn set_placement(&mut self, at: LogPos) {
+        self.placement = Some(at);
+    }
+
+    pub(crate) fn placement(&self) -> Option<LogPos> {
+        self.placement
     }
 
     pub(crate) fn oversized(&self) -> Option<(u64, usize)> {

@@ -137,8 +137,10 @@ fn check_segments(
 
     let mut reports = Vec::with_capacity(files.len());
     let mut buf = Vec::new();
-    // (seq, next lsn) of the previous segment with a valid header.
-    let mut previous: Option<(u64, u64)> = None;
+    // (seq, next lsn) of the previous segment with a valid header; no next
+    // lsn after a hollowed segment (cut back to its header once nothing in it
+    // was needed), whose successor may start anywhere later.
+    let mut previous: Option<(u64, Option<u64>)> = None;
     for (i, file) in files.iter().enumerate() {
         read_into(fs, &file.path, &mut buf).map_err(io_err("read", &file.path))?;
         let mut report = FileCheck {
@@ -174,7 +176,7 @@ fn check_segments(
                 Some((seq, _)) if seq + 1 != header.seq => {
                     Some(format!("segment {} is missing before this one", seq + 1))
                 }
-                Some((_, next)) if next != header.first_lsn => Some(format!(
+                Some((_, Some(next))) if next != header.first_lsn => Some(format!(
                     "segment starts at lsn {}, but the previous one ends at {}",
                     header.first_lsn,
                     next.saturating_sub(1)
@@ -209,7 +211,8 @@ fn check_segments(
             },
             (None, ScanEnd::Corrupt { offset, reason }) => corrupt(offset as u64, reason),
         };
-        previous = Some((header.seq, outcome.next_lsn));
+        let hollow = records == 0 && !is_newest;
+        previous = Some((header.seq, (!hollow).then_some(outcome.next_lsn)));
         reports.push(report);
     }
     Ok(reports)

@@ -6,6 +6,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::position::LogPos;
+
 /// Everything that can go wrong in the log.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -48,6 +50,9 @@ pub enum WalError {
         len: usize,
         max: usize,
     },
+    /// A batch expected to land elsewhere than where the log ends.
+    #[error("a batch placed at {expected:?} would be written at {found:?}")]
+    Misplaced { expected: LogPos, found: LogPos },
     /// The log does not hold the records a replay asked for.
     #[error("cannot replay from lsn {from_lsn}: {reason}")]
     Gap { from_lsn: u64, reason: String },
@@ -71,6 +76,7 @@ impl WalError {
             WalError::Apply(_) => "apply",
             WalError::OutOfOrder { .. } => "out_of_order",
             WalError::TooLarge { .. } => "too_large",
+            WalError::Misplaced { .. } => "misplaced",
             WalError::Gap { .. } => "gap",
             WalError::ReadOnly => "read_only",
             WalError::WriterGone => "writer_gone",

@@ -18,6 +18,7 @@
 //! actually present before touching the body.
 
 use crate::bytes::{u32_at, u64_at};
+use crate::position::LogPos;
 
 /// Kind of the batch marker record. Kinds 1..=255 belong to the caller.
 pub const RECORD_BATCH: u8 = 0;
@@ -38,6 +39,8 @@ pub struct RecordRef<'a> {
     pub lsn: u64,
     pub kind: u8,
     pub body: &'a [u8],
+    /// Where the body starts in the log (set by replay; zero elsewhere).
+    pub body_at: LogPos,
 }
 
 impl RecordRef<'_> {
@@ -83,6 +86,7 @@ pub(crate) fn decode_record(buf: &[u8]) -> Result<RecordRef<'_>, &'static str> {
         lsn,
         kind,
         body: &framed[RECORD_HEADER_LEN..],
+        body_at: LogPos::default(),
     })
 }
 

@@ -14,6 +14,7 @@ use crate::catalog::{Catalog, Corruption};
 use crate::config::RecoveryMode;
 use crate::error::{io_err, WalError};
 use crate::fs::{read_into, Fs};
+use crate::position::LogPos;
 use crate::record::RecordRef;
 use crate::scan::{scan_records, ScanEnd};
 use crate::segment::SEGMENT_HEADER_LEN;
@@ -119,7 +120,12 @@ pub(crate) fn replay(
         }
         read_into(fs, &segment.path, &mut buf).map_err(io_err("read", &segment.path))?;
         let is_newest = i + 1 == segments.len();
-        let outcome = scan_records(&buf, SEGMENT_HEADER_LEN, next_lsn, is_newest, |rec| {
+        let (seq, base) = (segment.header.seq, buf.as_ptr() as usize);
+        let outcome = scan_records(&buf, SEGMENT_HEADER_LEN, next_lsn, is_newest, |mut rec| {
+            rec.body_at = LogPos {
+                seq,
+                offset: (rec.body.as_ptr() as usize - base) as u64,
+            };
             if let Some(clock) = rec.batch_clock() {
                 summary.last_batch_clock = Some(clock);
             }

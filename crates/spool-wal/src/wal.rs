@@ -17,10 +17,11 @@ use crate::error::{io_err, WalError};
 use crate::fs::{remove_if_present, Fs, FsLock};
 use crate::layout::Layout;
 use crate::meta;
+use crate::reader::SegmentReader;
 use crate::record::RecordRef;
 use crate::repair::repair;
 use crate::replay::{replay, LogEnd, ReplaySummary};
-use crate::snapshot::{self, Retention, SnapshotReader};
+use crate::snapshot::{self, KeptSegment, Retention, SnapshotReader};
 use crate::writer::segment::{preallocate, start};
 use crate::writer::{ByteIndex, Shared, WalThread, WalWriter};
 
@@ -105,6 +106,11 @@ impl Wal {
         })
     }
 
+    /// Reads byte ranges of this log's segments (for checking payloads).
+    pub fn segment_reader(&self) -> SegmentReader {
+        SegmentReader::new(Arc::clone(&self.fs), self.layout.clone())
+    }
+
     /// The directory's random instance id (from META).
     pub fn instance_id(&self) -> u128 {
         self.instance
@@ -174,7 +180,7 @@ impl Wal {
             snapshots: snapshot::list(fs, layout)?,
             segments: self.catalog.segments[..kept]
                 .iter()
-                .map(|s| (s.header.first_lsn, s.path.clone()))
+                .map(|s| KeptSegment::new(s.header.first_lsn, s.header.seq, s.path.clone()))
                 .collect(),
         };
         let seq = self.catalog.segments[..kept]
@@ -184,7 +190,7 @@ impl Wal {
         let active = start(seg, end.next_lsn, self.instance)?;
         retention
             .segments
-            .push_back((end.next_lsn, active.seg.path.clone()));
+            .push_back(KeptSegment::new(end.next_lsn, seq, active.seg.path.clone()));
         info!(
             dir = %layout.root().display(),
             next_lsn = end.next_lsn,
@@ -210,6 +216,10 @@ impl Wal {
             shared,
             next: None,
             prealloc_failed: false,
+            reader: Arc::new(SegmentReader::new(
+                Arc::clone(&self.fs),
+                self.layout.clone(),
+            )),
         };
         WalWriter::spawn(state, lock)
     }

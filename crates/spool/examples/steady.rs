@@ -1,4 +1,4 @@
-//! The steady state on PostgreSQL as an application runs it (SPEC §11's
+//! The steady state on PostgreSQL as an application runs it (docs/spec.md §11's
 //! "8 producers + 8 consumers"): producers enqueue one typed job per call,
 //! as fast as they are answered, while one worker pool runs no-op
 //! handlers; tasks completed per second, and pickup latency (enqueue call
@@ -35,7 +35,7 @@ impl Job for Noop {
     const KIND: &'static str = "noop";
 }
 
-/// SPEC §11's steady state on PostgreSQL, through the worker runtime.
+/// docs/spec.md §11's steady state on PostgreSQL, through the worker runtime.
 #[derive(Parser)]
 struct Options {
     /// The database.

@@ -1,6 +1,6 @@
-//! The runtime's numbers on the embedded engine (SPEC §11): in-process
+//! The runtime's numbers on the embedded engine (docs/spec.md §11): in-process
 //! enqueue → run → ack of no-op handlers, idle pickup latency, and the
-//! firing jitter of a periodic schedule.
+//! firing jitter of periodic schedules, first ticks included.
 //!
 //! Shows what one process gets from Spool with durable settings (every
 //! enqueue, claim and ack is on disk before it returns). Payloads are about
@@ -13,7 +13,6 @@
 //! (20; 0 skips the schedule), `--dir DIR` (default: a temporary
 //! directory).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -200,49 +199,78 @@ async fn pickup(store: Arc<dyn Store>, o: &Options) -> Result<(), Box<dyn std::e
     Ok(())
 }
 
-/// A periodic schedule: how late each tick is fired and its run started.
+/// Periodic schedules put while the scheduler runs, one about every 1.1 s
+/// (so at every moment of its refresh cycle): how late each tick is fired
+/// and its run started, first ticks included and also shown apart.
 async fn jitter(store: Arc<dyn Store>, o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let period = Duration::from_millis(o.schedule_ms);
-    Client::new(store.clone())
-        .put_schedule(PeriodicJob::every("bench", period, Tick))
-        .await?;
-    let (tx, mut rx) = mpsc::unbounded_channel::<(i64, i64)>();
+    // (tick, fired after it, run started after it), by schedule.
+    let (tx, mut rx) = mpsc::unbounded_channel::<(String, i64, i64, i64)>();
     let worker = Worker::builder(store.clone())
         .register(move |ctx: Context, _job: Tick| {
             // The embedded engine's clock is this machine's.
             let now = SystemClock.now().as_millis();
-            if let Some(tick) = ctx.scheduled_tick() {
+            if let (Some(tick), Some(key)) = (ctx.scheduled_tick(), ctx.key()) {
+                let name = key.as_str().rsplit_once(':').map_or("", |(n, _)| n);
                 let fired = ctx.task().created_at.as_millis() - tick.as_millis();
-                let _ = tx.send((fired, now - tick.as_millis()));
+                let _ = tx.send((
+                    name.to_string(),
+                    tick.as_millis(),
+                    fired,
+                    now - tick.as_millis(),
+                ));
             }
             async { Ok::<(), TaskError>(()) }
         })
         .start()?;
     let scheduler = Scheduler::new(store.clone()).start()?;
-    tokio::time::sleep(Duration::from_secs(o.schedule_secs)).await;
+    let client = Client::new(store.clone());
+    let end = Instant::now() + Duration::from_secs(o.schedule_secs);
+    let mut schedules = 0;
+    while Instant::now() < end {
+        client
+            .put_schedule(PeriodicJob::every(
+                format!("bench-{schedules}"),
+                period,
+                Tick,
+            ))
+            .await?;
+        schedules += 1;
+        tokio::time::sleep(Duration::from_millis(1_137)).await;
+    }
     scheduler.stop().await;
     worker.shutdown(Duration::from_secs(5)).await;
-    let mut fired = Histogram::<u64>::new(3)?;
-    let mut started = Histogram::<u64>::new(3)?;
-    let seen = Arc::new(AtomicU64::new(0));
-    while let Ok((f, s)) = rx.try_recv() {
-        fired.record(f.max(0) as u64)?;
-        started.record(s.max(0) as u64)?;
-        seen.fetch_add(1, Ordering::Relaxed);
+    let mut ticks = Vec::new();
+    while let Ok(t) = rx.try_recv() {
+        ticks.push(t);
     }
-    println!(
-        "schedule every {} ms for {} s, {} ticks: fired after the tick p50 {} ms, p99 {} ms, max {} ms; \
-         run started p50 {} ms, p99 {} ms, max {} ms",
-        o.schedule_ms,
-        o.schedule_secs,
-        seen.load(Ordering::Relaxed),
-        fired.value_at_quantile(0.5),
-        fired.value_at_quantile(0.99),
-        fired.max(),
-        started.value_at_quantile(0.5),
-        started.value_at_quantile(0.99),
-        started.max(),
-    );
+    ticks.sort();
+    let mut all = (Histogram::<u64>::new(3)?, Histogram::<u64>::new(3)?);
+    let mut first = (Histogram::<u64>::new(3)?, Histogram::<u64>::new(3)?);
+    for (i, (name, _, f, s)) in ticks.iter().enumerate() {
+        let (f, s) = (f.max(&0).unsigned_abs(), s.max(&0).unsigned_abs());
+        all.0.record(f)?;
+        all.1.record(s)?;
+        if i == 0 || ticks[i - 1].0 != *name {
+            first.0.record(f)?;
+            first.1.record(s)?;
+        }
+    }
+    for (what, (fired, started)) in [("every tick", &all), ("first ticks", &first)] {
+        println!(
+            "{schedules} schedules every {} ms put over {} s, {what} ({}): fired after the tick \
+             p50 {} ms, p99 {} ms, max {} ms; run started p50 {} ms, p99 {} ms, max {} ms",
+            o.schedule_ms,
+            o.schedule_secs,
+            fired.len(),
+            fired.value_at_quantile(0.5),
+            fired.value_at_quantile(0.99),
+            fired.max(),
+            started.value_at_quantile(0.5),
+            started.value_at_quantile(0.99),
+            started.max(),
+        );
+    }
     Ok(())
 }
 

@@ -93,6 +93,14 @@ fn queues(report: &CheckReport, out: &mut impl Write) -> std::io::Result<()> {
         report.queues.len(),
         report.tasks
     )?;
+    writeln!(
+        out,
+        "payloads     {} bytes live in {} bytes of log segments; {} unreadable",
+        report.live_payload_bytes, report.log_bytes, report.bad_payloads
+    )?;
+    for e in &report.payload_errors {
+        writeln!(out, "  {e}")?;
+    }
     if report.queues.is_empty() {
         return Ok(());
     }
@@ -127,6 +135,12 @@ fn queues(report: &CheckReport, out: &mut impl Write) -> std::io::Result<()> {
 /// Ok when the engine would start, with a warning if it would first drop a
 /// torn tail; otherwise an error naming the damage.
 pub(crate) fn verdict(full: &CheckReport) -> anyhow::Result<Option<String>> {
+    if let Some(first) = full.payload_errors.first() {
+        anyhow::bail!(
+            "{} live tasks' payloads are unreadable, the first: {first}",
+            full.bad_payloads
+        );
+    }
     let report = &full.log;
     if report.meta != FileStatus::Ok && report.segments.is_empty() && report.snapshots.is_empty() {
         anyhow::bail!(

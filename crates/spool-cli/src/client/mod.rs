@@ -1,4 +1,4 @@
-//! The client commands of SPEC §8: `enqueue`, `stats`, `tasks`, `retry`,
+//! The client commands of docs/spec.md §8: `enqueue`, `stats`, `tasks`, `retry`,
 //! `pause`/`resume` and `schedule`. Each talks to a running server through
 //! [`spool_client::RemoteStore`], one module per command.
 //!

@@ -13,8 +13,8 @@ use super::render;
 /// The long `--help` text of `spool schedule`.
 pub(crate) const ABOUT: &str = "\
 Manages schedules: named rules that enqueue a task into a queue every period
-(--every 30s) or on a cron expression (--cron, 6 fields with seconds, in UTC
-or --tz). The server fires them; every tick is enqueued exactly once, with the
+(--every 30s) or on a cron expression (--cron: 5 fields, 6 with seconds first,
+or @hourly/@daily/@weekly/@monthly/@yearly; in UTC or --tz). The server fires them; every tick is enqueued exactly once, with the
 key `sched:NAME:TICK`. A schedule's tasks are ordinary tasks: see them with
 `spool tasks QUEUE`.
 
@@ -57,8 +57,8 @@ pub(crate) struct SetArgs {
     #[arg(long, value_name = "DURATION", value_parser = args::duration)]
     pub every: Option<Duration>,
 
-    /// Fire on a cron expression with seconds: "sec min hour day month weekday",
-    /// e.g. "0 */5 * * * *" (every 5 minutes).
+    /// Fire on a cron expression: "min hour day month weekday" (e.g. "*/5 * * * *",
+    /// every 5 minutes), 6 fields with seconds first, or a macro such as @daily.
     #[arg(long, value_name = "EXPR")]
     pub cron: Option<String>,
 

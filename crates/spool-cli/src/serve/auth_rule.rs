@@ -1,5 +1,5 @@
 //! The rule that keeps a server from being opened to a network by accident
-//! (SPEC §7, Security): off loopback, a token or an explicit opt-out.
+//! (docs/spec.md §7, Security): off loopback, a token or an explicit opt-out.
 
 use std::net::SocketAddr;
 

@@ -1,4 +1,5 @@
-//! `spool serve`: the embedded engine (or PostgreSQL) behind the HTTP/JSON API.
+//! `spool serve`: the embedded engine (or PostgreSQL) behind the HTTP/JSON API
+//! and the RESP listener.
 //!
 //! This module only wires: it opens the store, checks that the address and
 //! the token agree with the security rule ([`auth_rule`]), and hands both to
@@ -18,7 +19,7 @@ use spool_core::Store;
 use spool_engine::{Engine, EngineConfig};
 use spool_postgres::{ClaimStrategy, PgConfig, PgStore};
 use spool_runtime::Scheduler;
-use spool_server::{AppState, ServerConfig, TlsConfig};
+use spool_server::{AppState, RespLimits, ServerConfig, TlsConfig};
 
 /// The long `--help` text of `spool serve`.
 pub(crate) const ABOUT: &str = "\
@@ -28,11 +29,17 @@ over PostgreSQL with --postgres URL (everything in one schema of that
 database, `spool` unless --pg-schema says otherwise, created and migrated on
 start). Several servers on one PostgreSQL schema are one service. The server also fires the schedules it keeps.
 
+It also speaks RESP, the Redis protocol, on a second port (--resp, by default
+127.0.0.1:7701; `--resp off` disables it), so any Redis client can enqueue,
+claim and ack: `redis-cli -p 7701 ENQUEUE emails hello`. Its
+commands are documented in docs/resp.md.
+
 Security: by default the server listens on 127.0.0.1 only. Listening on any
 other address requires a token (--token or SPOOL_TOKEN; clients send it as
-`Authorization: Bearer TOKEN`) unless --insecure-no-auth is given. A token,
-once set, is required on every address; only /healthz stays open. With
---tls-cert and --tls-key the server speaks HTTPS.
+`Authorization: Bearer TOKEN`, RESP clients as `AUTH TOKEN`) unless
+--insecure-no-auth is given. A token, once set, is required on every address;
+only /healthz (and RESP's PING, HELLO, AUTH, QUIT) stay open. With
+--tls-cert and --tls-key the server speaks HTTPS, and RESP over TLS.
 
 Ctrl-C or SIGTERM stops it gracefully: requests in progress may finish, then
 the embedded engine's log is flushed and its data directory released.";
@@ -96,6 +103,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7700")]
     pub listen: SocketAddr,
 
+    /// Address and port of the RESP (Redis protocol) listener, or `off`.
+    /// Default: the --listen address with the next port (127.0.0.1:7701);
+    /// port 0 when --listen has port 0.
+    #[arg(long, value_name = "ADDR|off", value_parser = resp_listen)]
+    pub resp: Option<RespListen>,
+
     /// Bearer token clients must present.
     #[arg(long, env = "SPOOL_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -120,15 +133,57 @@ pub(crate) struct ServeArgs {
     /// Private key (PEM) for HTTPS; needs --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+
+    /// Mark the admin page's session cookie Secure though this server speaks
+    /// HTTP: for a server behind a proxy that terminates TLS.
+    #[arg(long)]
+    pub secure_cookies: bool,
+}
+
+/// `--resp`: where the RESP listener listens, if anywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RespListen {
+    Off,
+    At(SocketAddr),
+}
+
+fn resp_listen(s: &str) -> Result<RespListen, String> {
+    if s.eq_ignore_ascii_case("off") {
+        return Ok(RespListen::Off);
+    }
+    s.parse()
+        .map(RespListen::At)
+        .map_err(|e| format!("expected ADDR:PORT or off: {e}"))
+}
+
+/// The RESP address: `--resp`, else the next port after `--listen`'s.
+fn resp_addr(args: &ServeArgs) -> Option<SocketAddr> {
+    match args.resp {
+        Some(RespListen::Off) => None,
+        Some(RespListen::At(addr)) => Some(addr),
+        None => {
+            let mut addr = args.listen;
+            addr.set_port(match addr.port() {
+                0 => 0,
+                p => p.checked_add(1)?,
+            });
+            Some(addr)
+        }
+    }
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     auth_rule::check(args.listen, args.token.as_deref(), args.insecure_no_auth)?;
+    let resp = resp_addr(&args);
+    if let Some(addr) = resp {
+        auth_rule::check(addr, args.token.as_deref(), args.insecure_no_auth)?;
+    }
     let runtime = crate::runtime::build()?;
     let store = open_store(&args, &runtime)?;
     let config = ServerConfig {
         max_body: args.max_body,
         token: args.token,
+        secure_cookies: args.secure_cookies,
         tls: args
             .tls_cert
             .zip(args.tls_key)
@@ -147,14 +202,47 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         // The bound address, not the asked one: with port 0 the OS picks.
         let addr = listener.local_addr().context("no local address")?;
         tracing::info!("listening on {scheme}://{addr}");
-        // The server fires the schedules it keeps (SPEC §5); other
+        // The server fires the schedules it keeps (docs/spec.md §5); other
         // processes may run schedulers too: the store fires each tick once.
         let scheduler = Scheduler::new(store.clone())
             .start()
             .context("cannot start the scheduler")?;
+        let resp_listener = match resp {
+            None => None,
+            Some(addr) => {
+                let l = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen for RESP on {addr}"))?;
+                let bound = l.local_addr().context("no local address")?;
+                tracing::info!("RESP listening on {bound}");
+                Some(l)
+            }
+        };
+        // One signal stops both listeners.
+        let (stop, stopped) = tokio::sync::watch::channel(());
+        tokio::spawn(async move {
+            shutdown::signal().await;
+            let _ = stop.send(());
+        });
+        let until_stopped = || {
+            let mut stopped = stopped.clone();
+            async move {
+                let _ = stopped.changed().await;
+            }
+        };
         let state = AppState::new(store.clone());
-        let served = spool_server::run(listener, state, config, shutdown::signal())
-            .await
+        let http = spool_server::run(listener, state.clone(), config.clone(), until_stopped());
+        let resp = async {
+            match resp_listener {
+                Some(l) => {
+                    let limits = RespLimits::default();
+                    spool_server::run_resp(l, state, config, limits, until_stopped()).await
+                }
+                None => Ok(()),
+            }
+        };
+        let served = tokio::try_join!(http, resp)
+            .map(|_| ())
             .context("the server failed");
         scheduler.stop().await;
         served

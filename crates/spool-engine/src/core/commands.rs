@@ -14,13 +14,17 @@ use spool_core::task::RunAt;
 use spool_core::transition::{self, after_failure, after_lease_expiry, lease_for, LEASE_EXPIRED};
 use spool_core::{
     backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
-    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, StoreError, Task, TaskId,
-    TaskKey, TaskPage, TaskPatch, TaskRef, TaskState, Timestamp,
+    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, StoreError, TaskId, TaskKey,
+    TaskPatch, TaskRef, TaskState, Timestamp,
 };
 
 use super::waiters::{ClaimReply, Waiter};
 use super::Core;
 use crate::ops::{Claimed, NewEntry, Next, Op, Settlement};
+use crate::state::TaskView;
+
+/// Tasks per settle record when many change at once.
+const SETTLE_SLICE: usize = 4096;
 
 fn next_of(n: transition::Next) -> Next {
     match n {
@@ -50,8 +54,26 @@ impl Core {
         if q.is_none() && self.settings.strict_queues {
             return Err(StoreError::QueueNotFound(queue.clone()));
         }
+        let default_kind = Kind::from(queue);
+        let kinds = tasks
+            .iter()
+            .map(|t| t.kind.as_ref().unwrap_or(&default_kind));
+        self.state.admit(queue, kinds)?;
         let defaults = QueueSettings::default();
         let settings = q.map_or(&defaults, |q| &self.state.queue(q).settings);
+        let encoded: usize = tasks
+            .iter()
+            .map(|t| t.payload.len() + t.key.as_ref().map_or(0, |k| k.as_str().len()) + 64)
+            .sum();
+        if encoded > spool_wal::MAX_RECORD_LEN {
+            // One request is one log record; a record past the log's limit
+            // would fail its write and stop the engine.
+            return Err(StoreError::bad_request(format!(
+                "this batch's payloads take {encoded} bytes; a batch holds at most {} \
+                 (split it)",
+                spool_wal::MAX_RECORD_LEN
+            )));
+        }
         let mut next_id = self.state.next_id;
         let mut outcomes = Vec::with_capacity(tasks.len());
         let mut entries = Vec::with_capacity(tasks.len());
@@ -140,42 +162,49 @@ impl Core {
     }
 
     /// Leases up to `max` tasks from the front of the queue's ready order.
-    fn claim_now(&mut self, q: u32, worker: &str, max: u32, lease: Option<Duration>) -> Vec<Task> {
+    fn claim_now(
+        &mut self,
+        q: u32,
+        worker: &str,
+        max: u32,
+        lease: Option<Duration>,
+    ) -> Vec<TaskView> {
         let now = self.now();
         let queue = self.state.queue(q);
         if queue.settings.paused {
             return Vec::new();
         }
         let default_lease = queue.settings.lease;
+        let ids = self.state.ready_front(q, max as usize);
         let mut rng = rand::thread_rng();
-        let claimed: Vec<Claimed> = queue
-            .ready
+        let claimed: Vec<Claimed> = ids
             .iter()
-            .take(max as usize)
-            .filter_map(|&(_, _, id)| self.state.tasks.by_id(id))
-            .map(|e| Claimed {
-                id: e.id,
-                attempt: e.attempt.saturating_add(1),
-                token: rng.gen(),
-                expires_at: now.plus(lease_for(e.lease_ms, lease, default_lease)),
+            .filter_map(|&id| {
+                let e = self.state.tasks.get(id)?;
+                let own = self.state.tasks.extra(id).and_then(|x| x.lease_ms);
+                Some(Claimed {
+                    id,
+                    attempt: e.attempt.saturating_add(1),
+                    token: rng.gen(),
+                    expires_at: now.plus(lease_for(own, lease, default_lease)),
+                })
             })
             .collect();
         if claimed.is_empty() {
             return Vec::new();
         }
-        let ids: Vec<u64> = claimed.iter().map(|c| c.id).collect();
         self.commit(Op::Claim {
             now,
             owner: Arc::from(worker),
             tasks: claimed,
         });
         ids.into_iter()
-            .filter_map(|id| self.state.view_id(id))
+            .filter_map(|id| self.state.view(id))
             .collect()
     }
 
-    /// The slot of a task whose lease under `token` is still valid now.
-    fn valid_lease(&mut self, id: TaskId, token: LeaseToken) -> Result<u32, StoreError> {
+    /// Checks that the task's lease under `token` is still valid now.
+    fn valid_lease(&mut self, id: TaskId, token: LeaseToken) -> Result<(), StoreError> {
         self.refuse_if_poisoned()?;
         let now = self.now();
         self.valid_lease_at(id, token, now)
@@ -186,11 +215,12 @@ impl Core {
         id: TaskId,
         token: LeaseToken,
         now: Timestamp,
-    ) -> Result<u32, StoreError> {
-        let slot = self.state.leased(id.0, token)?;
-        match self.state.tasks.get(slot).and_then(|e| e.lease.as_ref()) {
-            Some(l) if l.expires_at > now => Ok(slot),
-            _ => Err(StoreError::LeaseLost),
+    ) -> Result<(), StoreError> {
+        let lease = self.state.leased(id.0, token)?;
+        if lease.expires_at > now {
+            Ok(())
+        } else {
+            Err(StoreError::LeaseLost)
         }
     }
 
@@ -202,9 +232,9 @@ impl Core {
         });
     }
 
-    fn view_or_missing(&self, id: u64) -> Result<Task, StoreError> {
+    fn view_or_missing(&self, id: u64) -> Result<TaskView, StoreError> {
         self.state
-            .view_id(id)
+            .view(id)
             .ok_or_else(|| StoreError::Internal(format!("task {id} vanished during an update")))
     }
 
@@ -243,7 +273,7 @@ impl Core {
         let results = acks
             .into_iter()
             .map(|(id, token)| {
-                let r = self.valid_lease_at(id, token, now).map(|_| ());
+                let r = self.valid_lease_at(id, token, now);
                 if r.is_ok() {
                     ids.push(id.0);
                 }
@@ -264,11 +294,11 @@ impl Core {
         id: TaskId,
         token: LeaseToken,
         req: FailRequest,
-    ) -> Result<Task, StoreError> {
-        let slot = self.valid_lease(id, token)?;
+    ) -> Result<TaskView, StoreError> {
+        self.valid_lease(id, token)?;
         let now = self.now();
-        let (attempt, max_attempts, q) = match self.state.tasks.get(slot) {
-            Some(e) => (e.attempt, e.max_attempts, e.queue),
+        let (attempt, max_attempts, q) = match self.state.tasks.get(id.0) {
+            Some(e) => (e.attempt, e.max_attempts, e.queue()),
             None => return Err(StoreError::NotFound),
         };
         let settings = &self.state.queue(q).settings;
@@ -291,11 +321,11 @@ impl Core {
         token: LeaseToken,
         run_at: Option<Timestamp>,
     ) -> Result<(), StoreError> {
-        let slot = self.valid_lease(id, token)?;
+        self.valid_lease(id, token)?;
         let attempt = self
             .state
             .tasks
-            .get(slot)
+            .get(id.0)
             .map_or(0, |e| e.attempt.saturating_sub(1));
         let now = self.now();
         self.settle_one(Settlement {
@@ -316,7 +346,7 @@ impl Core {
         id: TaskId,
         token: LeaseToken,
         run_at: Timestamp,
-    ) -> Result<Task, StoreError> {
+    ) -> Result<TaskView, StoreError> {
         self.give_back(id, token, Some(run_at))?;
         self.view_or_missing(id.0)
     }
@@ -326,7 +356,7 @@ impl Core {
         id: TaskId,
         token: LeaseToken,
         lease: Duration,
-    ) -> Result<Task, StoreError> {
+    ) -> Result<TaskView, StoreError> {
         if lease.is_zero() {
             return Err(StoreError::bad_request("lease_ms must be at least 1"));
         }
@@ -340,11 +370,15 @@ impl Core {
         self.view_or_missing(id.0)
     }
 
-    pub(crate) fn update(&mut self, task: TaskRef, patch: TaskPatch) -> Result<Task, StoreError> {
+    pub(crate) fn update(
+        &mut self,
+        task: TaskRef,
+        patch: TaskPatch,
+    ) -> Result<TaskView, StoreError> {
         self.refuse_if_poisoned()?;
-        let slot = self.state.find(&task)?;
-        let (id, state, q) = match self.state.tasks.get(slot) {
-            Some(e) => (e.id, e.state, e.queue),
+        let id = self.state.find(&task)?;
+        let (state, q) = match self.state.tasks.get(id) {
+            Some(e) => (e.state, e.queue()),
             None => return Err(StoreError::NotFound),
         };
         if state == TaskState::Leased {
@@ -366,28 +400,25 @@ impl Core {
 
     pub(crate) fn cancel(&mut self, task: TaskRef) -> Result<(), StoreError> {
         self.refuse_if_poisoned()?;
-        let slot = self.state.find(&task)?;
-        let id = self
-            .state
-            .tasks
-            .get(slot)
-            .map(|e| e.id)
-            .ok_or(StoreError::NotFound)?;
+        let id = self.state.find(&task)?;
         let now = self.now();
         self.commit(Op::Delete { now, ids: vec![id] });
         Ok(())
     }
 
-    pub(crate) fn get(&self, task: TaskRef) -> Result<Task, StoreError> {
+    pub(crate) fn get(&self, task: TaskRef) -> Result<TaskView, StoreError> {
         self.refuse_if_poisoned()?;
-        let slot = self.state.find(&task)?;
-        self.state.view(slot).ok_or(StoreError::NotFound)
+        let id = self.state.find(&task)?;
+        self.state.view(id).ok_or(StoreError::NotFound)
     }
 
-    pub(crate) fn retry(&mut self, id: TaskId) -> Result<Task, StoreError> {
+    pub(crate) fn retry(&mut self, id: TaskId) -> Result<TaskView, StoreError> {
         self.refuse_if_poisoned()?;
-        let slot = self.state.tasks.slot_of(id.0).ok_or(StoreError::NotFound)?;
-        if self.state.tasks.get(slot).map(|e| e.state) != Some(TaskState::Dead) {
+        let state = self.state.tasks.get(id.0).map(|e| e.state);
+        if state.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        if state != Some(TaskState::Dead) {
             return Err(StoreError::bad_request("only a dead task can be retried"));
         }
         let now = self.now();
@@ -407,23 +438,31 @@ impl Core {
             .queue_of(queue)
             .ok_or_else(|| StoreError::QueueNotFound(queue.clone()))?;
         let now = self.now();
-        let tasks: Vec<Settlement> = self.state.queue(q).members[TaskState::Dead.index()]
+        let dead: Vec<u64> = self.state.queue(q).members[TaskState::Dead.index()]
             .iter()
-            .map(|&id| Settlement {
-                id,
-                attempt: 0,
-                next: Next::Waiting(now),
-                error: None,
-            })
+            .copied()
             .collect();
-        let n = tasks.len() as u64;
-        if n > 0 {
+        // One record per slice: a queue of millions of dead tasks must not
+        // make one record over the log's size limit.
+        for ids in dead.chunks(SETTLE_SLICE) {
+            let tasks = ids
+                .iter()
+                .map(|&id| Settlement {
+                    id,
+                    attempt: 0,
+                    next: Next::Waiting(now),
+                    error: None,
+                })
+                .collect();
             self.commit(Op::Settle { now, tasks });
         }
-        Ok(n)
+        Ok(dead.len() as u64)
     }
 
-    pub(crate) fn list(&self, req: ListRequest) -> Result<TaskPage, StoreError> {
+    pub(crate) fn list(
+        &self,
+        req: ListRequest,
+    ) -> Result<(Vec<TaskView>, Option<String>), StoreError> {
         self.refuse_if_poisoned()?;
         self.state.list(&req)
     }
@@ -441,6 +480,7 @@ impl Core {
     ) -> Result<QueueSettings, StoreError> {
         self.refuse_if_poisoned()?;
         settings.validate()?;
+        self.state.admit(queue, [])?;
         self.commit(Op::PutQueue {
             queue: queue.clone(),
             settings: settings.clone(),
@@ -474,13 +514,18 @@ impl Core {
         }
         let tasks = ids
             .into_iter()
-            .filter_map(|id| self.state.tasks.by_id(id))
-            .map(|e| {
+            .filter_map(|id| Some((id, self.state.tasks.get(id)?)))
+            .map(|(id, e)| {
                 // Ready since the moment the lease ran out, however late the
                 // core noticed: claim order and queue age stay exact.
-                let expired_at = e.lease.as_ref().map_or(now, |l| l.expires_at);
+                let expired_at = self
+                    .state
+                    .tasks
+                    .extra(id)
+                    .and_then(|x| x.lease.as_ref())
+                    .map_or(now, |l| l.expires_at);
                 Settlement {
-                    id: e.id,
+                    id,
                     attempt: e.attempt,
                     next: next_of(after_lease_expiry(e.attempt, e.max_attempts, expired_at)),
                     error: Some((e.attempt, LEASE_EXPIRED.to_string())),
@@ -497,7 +542,7 @@ impl Core {
             let name = self.state.queue(q).name.clone();
             while self.waiters.has_waiters(&name) {
                 let queue = self.state.queue(q);
-                if queue.settings.paused || queue.ready.is_empty() {
+                if queue.settings.paused || queue.counts.ready == 0 {
                     break;
                 }
                 let Some(w) = self.waiters.pop(&name) else {
@@ -589,12 +634,14 @@ impl Core {
         let max_attempts = q.map_or(QueueSettings::default().max_attempts, |q| {
             self.state.queue(q).settings.max_attempts
         });
+        let kind = spec.kind.clone().unwrap_or_else(|| Kind::from(&spec.queue));
+        self.state.admit(&spec.queue, [&kind])?;
         let key = tick_key(name, tick);
         let duplicate = q.and_then(|q| self.state.queue(q).keys.dedup(&key, now));
         let id = duplicate.unwrap_or(self.state.next_id);
         let task = duplicate.is_none().then(|| NewEntry {
             id,
-            kind: spec.kind.clone().unwrap_or_else(|| Kind::from(&spec.queue)),
+            kind,
             payload: spec.payload.clone(),
             priority: 0,
             run_at: tick,

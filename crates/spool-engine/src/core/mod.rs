@@ -11,19 +11,21 @@
 //! seen is durable, so no client observes state a crash could undo.
 
 mod commands;
+mod compact;
 mod waiters;
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use spool_core::{Clock, StoreError, Timestamp};
-use spool_wal::{BatchBuffer, WalWriter};
+use spool_wal::{BatchBuffer, LogPos, SegmentReader, WalWriter};
 use tokio::sync::oneshot;
 
 use crate::checkpoint::CheckpointJob;
-use crate::ops::Op;
-use crate::state::State;
+use crate::ops::{Op, Span};
+use crate::state::{PayloadRef, State};
 use waiters::Waiters;
 
 /// Work sent to the core thread.
@@ -35,6 +37,9 @@ type Parked = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// Stop reading new jobs while a sync is in flight and this much is buffered:
 /// the bounded channel then pushes back on callers.
 const MAX_OPEN_BATCH_BYTES: usize = 16 * 1024 * 1024;
+/// The open batch stops taking jobs past this size, whatever else happens,
+/// so a segment (and a payload offset in it) stays far below 4 GiB.
+const MAX_BATCH_BYTES: usize = 256 * 1024 * 1024;
 /// Jobs run back to back before the core looks at timers and the log again.
 const DRAIN_LIMIT: usize = 512;
 /// The core re-reads the clock at least this often, so timers fire promptly
@@ -69,6 +74,21 @@ pub(crate) struct Core {
     pub(crate) settings: CoreSettings,
     pub(crate) wal: WalWriter,
     pub(crate) next_lsn: u64,
+    /// Where the log ends once every submitted batch is written, and the
+    /// nominal segment size: the open batch's placement follows from them.
+    pub(crate) log_end: LogPos,
+    segment_size: u64,
+    /// Where the open batch will be written.
+    open_at: LogPos,
+    /// Scratch for the payload spans of the op being committed.
+    spans: Vec<Span>,
+    /// Reads payloads back (compaction copies them).
+    payloads: Arc<SegmentReader>,
+    /// Tasks whose payloads compaction will move, with where they are now.
+    pending_moves: VecDeque<(u64, PayloadRef)>,
+    /// Segments moved out of by records in the open batch: not to be
+    /// reclaimed until that batch is on its way to disk.
+    pub(crate) open_moved_from: Vec<u64>,
     /// Highest lsn handed to the WAL thread.
     pub(crate) submitted_lsn: u64,
     open: Option<BatchBuffer>,
@@ -111,6 +131,8 @@ impl Core {
         poison_flag: Arc<AtomicBool>,
     ) -> Self {
         let (notices_tx, notices) = flume::unbounded();
+        let (log_end, segment_size) = wal.start_position();
+        let payloads = wal.reader();
         Core {
             state,
             clock,
@@ -118,6 +140,13 @@ impl Core {
             settings,
             wal,
             next_lsn,
+            log_end,
+            segment_size,
+            open_at: log_end,
+            spans: Vec::new(),
+            payloads,
+            pending_moves: VecDeque::new(),
+            open_moved_from: Vec::new(),
             submitted_lsn: next_lsn.saturating_sub(1),
             open: None,
             open_replies: Vec::new(),
@@ -146,11 +175,15 @@ impl Core {
             self.tick();
             self.submit_open();
             self.checkpoint_step();
+            self.compact_step();
             match self.wait(&jobs) {
                 Event::Job(job) => {
                     self.run_job(job);
                     for job in jobs.try_iter().take(DRAIN_LIMIT) {
                         self.run_job(job);
+                        if self.open_bytes() > MAX_BATCH_BYTES {
+                            break;
+                        }
                     }
                 }
                 Event::Notice(n) => self.on_notice(n),
@@ -161,13 +194,13 @@ impl Core {
         self.shut_down();
     }
 
+    fn open_bytes(&self) -> usize {
+        self.open.as_ref().map_or(0, BatchBuffer::byte_len)
+    }
+
     fn wait(&self, jobs: &flume::Receiver<Job>) -> Event {
         let timeout = self.next_wakeup();
-        let backpressure = self.in_flight
-            && self
-                .open
-                .as_ref()
-                .is_some_and(|b| b.byte_len() > MAX_OPEN_BATCH_BYTES);
+        let backpressure = self.in_flight && self.open_bytes() > MAX_OPEN_BATCH_BYTES;
         let select = flume::Selector::new().recv(&self.notices, |n| match n {
             Ok(n) => Event::Notice(n),
             Err(_) => Event::Idle,
@@ -192,7 +225,7 @@ impl Core {
         if let Some(at) = self.waiters.next_deadline() {
             d = d.min(at.saturating_duration_since(Instant::now()));
         }
-        if self.checkpoint_busy() {
+        if self.checkpoint_busy() || self.compaction_busy() {
             d = Duration::ZERO;
         }
         d
@@ -230,20 +263,38 @@ impl Core {
         self.expire_waiters();
     }
 
-    /// Encodes `op` into the open batch and applies it to memory.
+    /// Encodes `op` into the open batch and applies it to memory, with the
+    /// log positions its payloads will have once the batch is written.
     pub(crate) fn commit(&mut self, op: Op) {
         let now = self.last_now;
-        let next_lsn = self.next_lsn;
-        let recycled = &self.wal;
-        let batch = self
-            .open
-            .get_or_insert_with(|| match recycled.recycled_buffer() {
-                Some(buf) => BatchBuffer::with_buffer(buf, next_lsn, now.as_millis()),
-                None => BatchBuffer::new(next_lsn, now.as_millis()),
-            });
-        batch.append(op.kind(), |buf| op.encode(buf));
+        if self.open.is_none() {
+            let at = self.log_end.place(self.segment_size);
+            let mut batch = match self.wal.recycled_buffer() {
+                Some(buf) => BatchBuffer::with_buffer(buf, self.next_lsn, now.as_millis()),
+                None => BatchBuffer::new(self.next_lsn, now.as_millis()),
+            };
+            batch.set_placement(at);
+            self.open_at = at;
+            self.open = Some(batch);
+        }
+        let Some(batch) = self.open.as_mut() else {
+            return;
+        };
+        let mut spans = std::mem::take(&mut self.spans);
+        spans.clear();
+        let mut body_at = 0;
+        batch.append(op.kind(), |buf| {
+            body_at = buf.len();
+            op.encode(buf, &mut spans);
+        });
         self.next_lsn = batch.last_lsn() + 1;
-        self.state.apply(&op);
+        let body = self.open_at.advance(body_at as u64);
+        let payloads: Vec<PayloadRef> = spans
+            .iter()
+            .map(|s| PayloadRef::new(body.advance(u64::from(s.offset))))
+            .collect();
+        self.state.apply(&op, &payloads);
+        self.spans = spans;
     }
 
     /// Sends `result` once everything this job may have observed is durable.
@@ -285,6 +336,8 @@ impl Core {
             return;
         };
         self.submitted_lsn = batch.last_lsn();
+        self.log_end = self.open_at.advance(batch.byte_len() as u64);
+        self.open_moved_from.clear();
         let replies = std::mem::take(&mut self.open_replies);
         let notices = self.notices_tx.clone();
         let poison_flag = self.poison_flag.clone();

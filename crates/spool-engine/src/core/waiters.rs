@@ -10,10 +10,12 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use spool_core::{QueueName, StoreError, Task};
+use spool_core::{QueueName, StoreError};
 use tokio::sync::oneshot;
 
-pub(crate) type ClaimReply = oneshot::Sender<Result<Vec<Task>, StoreError>>;
+use crate::state::TaskView;
+
+pub(crate) type ClaimReply = oneshot::Sender<Result<Vec<TaskView>, StoreError>>;
 
 #[derive(Debug)]
 pub(crate) struct Waiter {

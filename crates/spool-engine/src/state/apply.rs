@@ -2,23 +2,28 @@
 //!
 //! An op naming a task that is not there changes nothing for that task: in
 //! replay over a checkpoint it is a task the log deletes later anyway.
+//!
+//! Ops that carry payloads come with their locators (`payloads`, in the
+//! order the op holds them): where the log put those bytes, worked out by
+//! the caller from the batch's placement (live) or the record's position
+//! (replay).
 
 use spool_core::transition::push_error;
-use spool_core::{Kind, QueueName, QueueSettings, Schedule, TaskState, Timestamp};
+use spool_core::{Kind, PayloadFormat, QueueName, QueueSettings, Schedule, TaskState, Timestamp};
 
-use super::{Entry, LeaseSlot, PayloadRef, State};
+use super::{flag, Entry, Extra, LeaseSlot, PayloadRef, State};
 use crate::ops::{NewEntry, Next, Op};
 
 impl State {
-    pub(crate) fn apply(&mut self, op: &Op) {
+    pub(crate) fn apply(&mut self, op: &Op, payloads: &[PayloadRef]) {
         match op {
-            Op::Enqueue { now, queue, tasks } => self.enqueue(*now, queue, tasks),
+            Op::Enqueue { now, queue, tasks } => self.enqueue(*now, queue, tasks, payloads),
             Op::Claim { now, owner, tasks } => {
                 for c in tasks {
-                    self.change(c.id, *now, |e| {
+                    self.change(c.id, *now, |e, x| {
                         e.state = TaskState::Leased;
                         e.attempt = c.attempt;
-                        e.lease = Some(LeaseSlot {
+                        x.lease = Some(LeaseSlot {
                             owner: owner.clone(),
                             token: c.token,
                             expires_at: c.expires_at,
@@ -28,11 +33,11 @@ impl State {
             }
             Op::Settle { now, tasks } => {
                 for s in tasks {
-                    self.change(s.id, *now, |e| {
+                    self.change(s.id, *now, |e, x| {
                         e.attempt = s.attempt;
-                        e.lease = None;
+                        x.lease = None;
                         if let Some((attempt, message)) = &s.error {
-                            push_error(&mut e.errors, *attempt, *now, message);
+                            push_error(&mut x.errors, *attempt, *now, message);
                         }
                         match s.next {
                             Next::Waiting(at) => {
@@ -49,16 +54,20 @@ impl State {
                 id,
                 expires_at,
             } => {
-                self.change(*id, *now, |e| {
-                    if let Some(l) = &mut e.lease {
+                self.change(*id, *now, |_, x| {
+                    if let Some(l) = &mut x.lease {
                         l.expires_at = *expires_at;
                     }
                 });
             }
             Op::Update { now, id, patch } => {
-                self.change(*id, *now, |e| {
-                    if let Some(p) = &patch.payload {
-                        e.payload = PayloadRef::new(p.clone());
+                let mut old = None;
+                let new = patch.payload.as_ref().zip(payloads.first());
+                self.change(*id, *now, |e, _| {
+                    if let Some((p, &at)) = new {
+                        old = Some(e.payload);
+                        e.payload = at;
+                        set_format(e, p.format);
                     }
                     if let Some(at) = patch.run_at {
                         e.run_at = at;
@@ -67,20 +76,30 @@ impl State {
                         e.priority = p;
                     }
                 });
+                if let (Some(old), Some((_, &at))) = (old, new) {
+                    self.unpin(old);
+                    self.pin(at);
+                }
+            }
+            Op::Move { moves } => {
+                for (m, &to) in moves.iter().zip(payloads) {
+                    let from = PayloadRef::new(m.from);
+                    let Some(e) = self.tasks.get_mut(m.id) else {
+                        continue;
+                    };
+                    // Only if it still points where the compactor read it:
+                    // an update in between wrote a newer payload.
+                    if e.payload != from {
+                        continue;
+                    }
+                    e.payload = to;
+                    self.unpin(from);
+                    self.pin(to);
+                }
             }
             Op::Delete { now, ids } => {
                 for &id in ids {
-                    let Some(slot) = self.tasks.slot_of(id) else {
-                        continue;
-                    };
-                    self.detach(slot);
-                    if let Some(e) = self.tasks.remove(slot) {
-                        if let Some(key) = &e.key {
-                            let queue = self.queue_mut(e.queue);
-                            let until = now.plus(queue.settings.dedup_window);
-                            queue.keys.retire(key, id, until);
-                        }
-                    }
+                    self.remove(id, *now);
                 }
             }
             Op::PutQueue { queue, settings } => {
@@ -119,21 +138,25 @@ impl State {
                     s.last_fire_at = Some(s.last_fire_at.map_or(*tick, |t| t.max(*tick)));
                 }
                 if let Some(t) = task {
-                    self.enqueue(*now, queue, std::slice::from_ref(t));
+                    self.enqueue(*now, queue, std::slice::from_ref(t), payloads);
                 }
             }
         }
     }
 
-    fn enqueue(&mut self, now: Timestamp, queue: &QueueName, tasks: &[NewEntry]) {
+    fn enqueue(
+        &mut self,
+        now: Timestamp,
+        queue: &QueueName,
+        tasks: &[NewEntry],
+        payloads: &[PayloadRef],
+    ) {
         let q = self.ensure_queue(queue, QueueSettings::default);
-        self.tasks.reserve(tasks.len());
         // Tasks of one batch nearly always share a kind: hash it once.
         let mut last_kind: Option<(&Kind, u32)> = None;
-        for t in tasks {
-            if let Some(slot) = self.tasks.slot_of(t.id) {
-                self.detach(slot);
-                self.tasks.remove(slot);
+        for (t, &payload) in tasks.iter().zip(payloads) {
+            if self.tasks.contains(t.id) {
+                self.remove(t.id, now);
             }
             let kind = match last_kind {
                 Some((k, i)) if *k == t.kind => i,
@@ -143,42 +166,48 @@ impl State {
                     i
                 }
             };
-            if let Some(key) = &t.key {
-                self.queue_mut(q).keys.bind(key.clone(), t.id);
-            }
-            let slot = self.tasks.insert(Entry {
-                id: t.id,
-                queue: q,
-                kind,
-                priority: t.priority,
-                state: TaskState::Ready,
+            let mut entry = Entry {
+                run_at: t.run_at,
+                created_at: now,
+                payload,
                 attempt: 0,
                 max_attempts: t.max_attempts,
-                run_at: t.run_at,
-                lease_ms: t.lease_ms,
-                created_at: now,
-                updated_at: now,
-                payload: PayloadRef::new(t.payload.clone()),
+                // `admit` kept both within 16 bits before the op was logged.
+                queue: q as u16,
+                kind: kind as u16,
+                priority: t.priority,
+                state: TaskState::Ready,
+                flags: 0,
+            };
+            set_format(&mut entry, t.payload.format);
+            let extra = (t.key.is_some() || t.lease_ms.is_some()).then(|| Extra {
                 key: t.key.clone(),
-                lease: None,
-                errors: Vec::new(),
+                lease_ms: t.lease_ms,
+                ..Extra::new(now)
             });
-            self.attach(slot, now);
-            self.next_id = self.next_id.max(t.id + 1);
+            self.insert(t.id, entry, extra, now);
         }
     }
 
-    /// Detaches the task, lets `f` change it, stamps it and re-attaches it.
-    fn change(&mut self, id: u64, now: Timestamp, f: impl FnOnce(&mut Entry)) {
-        let Some(slot) = self.tasks.slot_of(id) else {
+    /// Detaches the task, lets `f` change it and its extra fields, stamps
+    /// it and re-attaches it.
+    fn change(&mut self, id: u64, now: Timestamp, f: impl FnOnce(&mut Entry, &mut Extra)) {
+        if !self.tasks.contains(id) {
             return;
-        };
-        self.detach(slot);
-        if let Some(e) = self.tasks.get_mut(slot) {
-            f(e);
-            e.updated_at = now;
         }
-        self.attach(slot, now);
+        self.detach(id);
+        let mut extra = match self.tasks.extra_mut(id) {
+            Some(x) => std::mem::replace(x, Extra::new(now)),
+            None => return,
+        };
+        if let Some(e) = self.tasks.get_mut(id) {
+            f(e, &mut extra);
+        }
+        extra.updated_at = now;
+        if let Some(x) = self.tasks.extra_mut(id) {
+            *x = extra;
+        }
+        self.attach(id, now);
     }
 
     pub(crate) fn wake(&mut self, q: u32) {
@@ -187,5 +216,12 @@ impl State {
             queue.woken = true;
             self.woken.push(q);
         }
+    }
+}
+
+fn set_format(e: &mut Entry, format: PayloadFormat) {
+    match format {
+        PayloadFormat::Json => e.flags |= flag::JSON,
+        PayloadFormat::Binary => e.flags &= !flag::JSON,
     }
 }

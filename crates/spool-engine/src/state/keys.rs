@@ -1,4 +1,4 @@
-//! Idempotency keys of one queue (SPEC §3.1).
+//! Idempotency keys of one queue (docs/spec.md §3.1).
 //!
 //! A key maps to its task while the task lives, then to a tombstone that
 //! still deduplicates until `dedup_window` after the task completed or was
@@ -56,9 +56,11 @@ impl KeyTable {
         );
     }
 
-    /// The task holding `key` is gone; the key keeps deduplicating until `until`.
+    /// The task holding `key` is gone; the key keeps deduplicating until
+    /// `until`. A window so long that the sum saturates ends just short of
+    /// the value that marks a live key, so the key is never mistaken for one.
     pub(crate) fn retire(&mut self, key: &TaskKey, id: u64, until: Timestamp) {
-        self.tombstone(key.clone(), id, until);
+        self.tombstone(key.clone(), id, until.min(Timestamp(LIVE.0 - 1)));
     }
 
     /// Restores a tombstone (from a checkpoint) or makes one.
@@ -112,6 +114,15 @@ mod tests {
         assert_eq!(t.dedup(&key("a"), Timestamp(100)), None);
         t.sweep(Timestamp(100));
         assert!(t.tombstones().next().is_none());
+    }
+
+    #[test]
+    fn a_saturated_window_still_leaves_a_retired_key_not_live() {
+        let mut t = KeyTable::default();
+        t.bind(key("a"), 1);
+        t.retire(&key("a"), 1, Timestamp(i64::MAX));
+        assert_eq!(t.live(&key("a")), None);
+        assert_eq!(t.dedup(&key("a"), Timestamp(0)), Some(1));
     }
 
     #[test]

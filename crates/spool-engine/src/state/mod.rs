@@ -1,19 +1,25 @@
 //! The engine's in-memory state: every task and every index over them.
 //!
 //! Owned by the core thread alone, so nothing here locks. Each task is in
-//! exactly one index matching its state: the queue's ready set, the
+//! exactly one index matching its state: the queue's ready index, the
 //! scheduled timer set, the lease timer set, or none (dead). Every
 //! transition is `detach` (leave the old index, uncount), change, `attach`
 //! (join the new index, count); keeping that discipline in one place is what
 //! keeps counts and indexes exact.
+//!
+//! Payloads are not here: each task points into the log segment that wrote
+//! its payload, and `segments` counts the live payloads per segment so the
+//! log keeps exactly the segments still needed.
 
 mod apply;
 pub(crate) mod entry;
 mod keys;
 mod query;
 pub(crate) mod queue;
-mod slab;
+mod ready;
+mod table;
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use hashbrown::HashMap;
@@ -21,13 +27,24 @@ use spool_core::{
     Kind, LeaseToken, QueueName, QueueSettings, Schedule, StoreError, TaskRef, TaskState, Timestamp,
 };
 
-pub(crate) use entry::{Entry, LeaseSlot, PayloadRef};
+pub(crate) use entry::{flag, Entry, Extra, LeaseSlot, PayloadRef, MAX_KINDS, MAX_QUEUES};
+pub(crate) use query::TaskView;
 pub(crate) use queue::QueueState;
-pub(crate) use slab::Slab;
+pub(crate) use table::{TaskTable, WalkFrom};
+
+/// How a log segment's task payloads are used.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SegmentUse {
+    /// Payloads in it that live tasks point at.
+    pub live: u64,
+    /// Payloads of tasks written in it (a lower bound after a restart:
+    /// checkpoints carry it, but only for segments with live payloads).
+    pub written: u64,
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct State {
-    pub tasks: Slab,
+    pub tasks: TaskTable,
     pub queues: Vec<QueueState>,
     queue_index: HashMap<QueueName, u32>,
     pub kinds: Vec<Kind>,
@@ -42,6 +59,9 @@ pub(crate) struct State {
     pub woken: Vec<u32>,
     /// Periodic schedules by name.
     pub schedules: BTreeMap<Kind, Schedule>,
+    /// Payloads per log segment (by seq) that live tasks point at: a
+    /// segment with none may go, one with few is worth compacting.
+    pub segments: HashMap<u64, SegmentUse>,
 }
 
 impl State {
@@ -79,6 +99,33 @@ impl State {
         q
     }
 
+    /// Refuses a change that would make a queue or kinds past what a task
+    /// record can index (checked before anything is logged).
+    pub(crate) fn admit<'k>(
+        &self,
+        queue: &QueueName,
+        kinds: impl IntoIterator<Item = &'k Kind>,
+    ) -> Result<(), StoreError> {
+        if self.queue_of(queue).is_none() && self.queues.len() >= MAX_QUEUES {
+            return Err(StoreError::bad_request(format!(
+                "this store already holds {MAX_QUEUES} queues, the most it can"
+            )));
+        }
+        let mut new: Vec<&Kind> = kinds
+            .into_iter()
+            .filter(|k| !self.kind_index.contains_key(*k))
+            .collect();
+        new.sort();
+        new.dedup();
+        if self.kinds.len() + new.len() > MAX_KINDS {
+            return Err(StoreError::bad_request(format!(
+                "this store already holds {} kinds; it can hold {MAX_KINDS}",
+                self.kinds.len()
+            )));
+        }
+        Ok(())
+    }
+
     pub(crate) fn intern_kind(&mut self, kind: &Kind) -> u32 {
         if let Some(&k) = self.kind_index.get(kind) {
             return k;
@@ -89,10 +136,57 @@ impl State {
         k
     }
 
-    /// Adds the entry at `slot` to the index of its state, deciding
-    /// scheduled vs ready from `run_at` against `now`.
-    pub(crate) fn attach(&mut self, slot: u32, now: Timestamp) {
-        let Some(e) = self.tasks.get_mut(slot) else {
+    /// Adds a new task (not already present) and indexes it.
+    pub(crate) fn insert(&mut self, id: u64, entry: Entry, extra: Option<Extra>, now: Timestamp) {
+        if let Some(key) = extra.as_ref().and_then(|x| x.key.as_ref()) {
+            self.queue_mut(entry.queue()).keys.bind(key.clone(), id);
+        }
+        self.pin(entry.payload);
+        self.tasks.insert(id, entry, extra);
+        self.attach(id, now);
+        self.next_id = self.next_id.max(id + 1);
+    }
+
+    /// Unindexes and removes a task; its key keeps deduplicating until
+    /// `dedup_window` after `now`.
+    pub(crate) fn remove(&mut self, id: u64, now: Timestamp) -> Option<Entry> {
+        self.detach(id);
+        let (entry, extra) = self.tasks.remove(id)?;
+        self.unpin(entry.payload);
+        if let Some(key) = extra.and_then(|x| x.key) {
+            let queue = self.queue_mut(entry.queue());
+            let until = now.plus(queue.settings.dedup_window);
+            queue.keys.retire(&key, id, until);
+        }
+        Some(entry)
+    }
+
+    /// A live task's payload was written in `p`'s segment.
+    pub(crate) fn pin(&mut self, p: PayloadRef) {
+        let used = self.segments.entry(p.seq()).or_default();
+        used.live += 1;
+        used.written += 1;
+    }
+
+    /// One payload in `p`'s segment is no longer any live task's.
+    pub(crate) fn unpin(&mut self, p: PayloadRef) {
+        if let Some(used) = self.segments.get_mut(&p.seq()) {
+            used.live -= 1;
+            if used.live == 0 {
+                self.segments.remove(&p.seq());
+            }
+        }
+    }
+
+    /// Adds the task to the index of its state, deciding scheduled vs
+    /// ready from `run_at` against `now`.
+    pub(crate) fn attach(&mut self, id: u64, now: Timestamp) {
+        let lease_expiry = self
+            .tasks
+            .extra(id)
+            .and_then(|x| x.lease.as_ref())
+            .map(|l| l.expires_at);
+        let Some(e) = self.tasks.get_mut(id) else {
             return;
         };
         if matches!(e.state, TaskState::Scheduled | TaskState::Ready) {
@@ -102,12 +196,17 @@ impl State {
                 TaskState::Scheduled
             };
         }
-        let (id, q, kind, state) = (e.id, e.queue, e.kind, e.state);
+        let (q, kind, state, attempt) = (e.queue(), e.kind(), e.state, e.attempt);
+        let queue = &mut self.queues[q as usize];
         match state {
             TaskState::Ready => {
-                let key = (e.priority, e.run_at, id);
-                let queue = &mut self.queues[q as usize];
-                queue.ready.insert(key);
+                let fifo_ok = !e.has(flag::NO_FIFO);
+                let in_fifo = queue.ready.lane(e.priority).add(e.run_at, id, fifo_ok);
+                e.flags |= if in_fifo {
+                    flag::IN_FIFO
+                } else {
+                    flag::IN_SIDE
+                };
                 if !queue.woken {
                     queue.woken = true;
                     self.woken.push(q);
@@ -117,42 +216,133 @@ impl State {
                 self.scheduled.insert((e.run_at, id));
             }
             TaskState::Leased => {
-                if let Some(l) = &e.lease {
-                    self.leases.insert((l.expires_at, id));
+                if let Some(at) = lease_expiry {
+                    self.leases.insert((at, id));
                 }
             }
             TaskState::Dead => {}
         }
-        let queue = &mut self.queues[q as usize];
-        queue.members[state.index()].insert(id);
+        if state != TaskState::Ready {
+            queue.members[state.index()].insert(id);
+        }
+        if attempt > 0 {
+            queue.by_attempts.insert((Reverse(attempt), id));
+        }
         queue.count(kind, state, 1);
     }
 
-    /// Removes the entry at `slot` from the index of its state.
-    pub(crate) fn detach(&mut self, slot: u32) {
-        let Some(e) = self.tasks.get(slot) else {
+    /// Removes the task from the index of its state.
+    pub(crate) fn detach(&mut self, id: u64) {
+        let lease_expiry = self
+            .tasks
+            .extra(id)
+            .and_then(|x| x.lease.as_ref())
+            .map(|l| l.expires_at);
+        let Some(e) = self.tasks.get_mut(id) else {
             return;
         };
-        let (id, q, kind, state) = (e.id, e.queue, e.kind, e.state);
+        let (q, kind, state, attempt) = (e.queue(), e.kind(), e.state, e.attempt);
+        let queue = &mut self.queues[q as usize];
         match state {
             TaskState::Ready => {
-                self.queues[q as usize]
-                    .ready
-                    .remove(&(e.priority, e.run_at, id));
+                let lane = queue.ready.lane(e.priority);
+                if e.has(flag::IN_SIDE) {
+                    lane.side.remove(&(e.run_at, id));
+                } else if e.has(flag::IN_FIFO) {
+                    if lane.fifo.front() == Some(id) {
+                        lane.fifo.pop();
+                    } else {
+                        e.flags |= flag::NO_FIFO;
+                    }
+                }
+                e.flags &= !(flag::IN_FIFO | flag::IN_SIDE);
+                queue.ready.prune(e.priority);
             }
             TaskState::Scheduled => {
                 self.scheduled.remove(&(e.run_at, id));
             }
             TaskState::Leased => {
-                if let Some(l) = &e.lease {
-                    self.leases.remove(&(l.expires_at, id));
+                if let Some(at) = lease_expiry {
+                    self.leases.remove(&(at, id));
                 }
             }
             TaskState::Dead => {}
         }
-        let queue = &mut self.queues[q as usize];
-        queue.members[state.index()].remove(&id);
+        if state != TaskState::Ready {
+            queue.members[state.index()].remove(&id);
+        }
+        if attempt > 0 {
+            queue.by_attempts.remove(&(Reverse(attempt), id));
+        }
         queue.count(kind, state, -1);
+    }
+
+    /// Up to `max` ready tasks of queue `q` in claim order, without taking
+    /// them; drops stale FIFO ids met at a lane's front on the way.
+    pub(crate) fn ready_front(&mut self, q: u32, max: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        let priorities: Vec<i16> = self.queues[q as usize]
+            .ready
+            .lanes
+            .keys()
+            .copied()
+            .collect();
+        for p in priorities {
+            if out.len() >= max {
+                break;
+            }
+            self.drop_stale(q, p);
+            let Some(lane) = self.queues[q as usize].ready.lanes.get(&p) else {
+                continue;
+            };
+            // Merge the FIFO (skipping stale ids) with the side set.
+            let tasks = &self.tasks;
+            let mut fifo = lane
+                .fifo
+                .iter()
+                .filter_map(|id| {
+                    let e = tasks.get(id)?;
+                    let live = e.has(flag::IN_FIFO)
+                        && e.state == TaskState::Ready
+                        && e.queue() == q
+                        && e.priority == p;
+                    live.then_some((e.run_at, id))
+                })
+                .peekable();
+            let mut side = lane.side.iter().copied().peekable();
+            while out.len() < max {
+                let next = match (fifo.peek(), side.peek()) {
+                    (Some(a), Some(b)) if b < a => side.next(),
+                    (Some(_), _) => fifo.next(),
+                    (None, _) => side.next(),
+                };
+                match next {
+                    Some((_, id)) => out.push(id),
+                    None => break,
+                }
+            }
+        }
+        out
+    }
+
+    /// Pops stale ids off the front of a lane's FIFO.
+    fn drop_stale(&mut self, q: u32, p: i16) {
+        let Some(lane) = self.queues[q as usize].ready.lanes.get_mut(&p) else {
+            return;
+        };
+        while let Some(id) = lane.fifo.front() {
+            let live = self.tasks.get(id).is_some_and(|e| {
+                e.has(flag::IN_FIFO)
+                    && e.state == TaskState::Ready
+                    && e.queue() == q
+                    && e.priority == p
+            });
+            if live {
+                break;
+            }
+            lane.fifo.pop();
+        }
+        self.queues[q as usize].ready.prune(p);
     }
 
     /// Moves scheduled tasks whose time has come into their ready sets.
@@ -164,14 +354,11 @@ impl State {
             if at > now {
                 break;
             }
-            match self.tasks.slot_of(id) {
-                Some(slot) => {
-                    self.detach(slot);
-                    self.attach(slot, now);
-                }
-                None => {
-                    self.scheduled.pop_first();
-                }
+            if self.tasks.contains(id) {
+                self.detach(id);
+                self.attach(id, now);
+            } else {
+                self.scheduled.pop_first();
             }
         }
     }
@@ -196,8 +383,8 @@ impl State {
         }
     }
 
-    /// The slot of a live task, by id or by key.
-    pub(crate) fn find(&self, task: &TaskRef) -> Result<u32, StoreError> {
+    /// The id of a live task, by id or by key.
+    pub(crate) fn find(&self, task: &TaskRef) -> Result<u64, StoreError> {
         let id = match task {
             TaskRef::Id(id) => id.0,
             TaskRef::Key(queue, key) => self
@@ -205,16 +392,25 @@ impl State {
                 .and_then(|q| self.queue(q).keys.live(key))
                 .ok_or(StoreError::NotFound)?,
         };
-        self.tasks.slot_of(id).ok_or(StoreError::NotFound)
+        if self.tasks.contains(id) {
+            Ok(id)
+        } else {
+            Err(StoreError::NotFound)
+        }
     }
 
-    /// The slot of a task leased under `token`: the fence against stale workers.
-    pub(crate) fn leased(&self, id: u64, token: LeaseToken) -> Result<u32, StoreError> {
-        let slot = self.tasks.slot_of(id).ok_or(StoreError::NotFound)?;
-        let e = self.tasks.get(slot).ok_or(StoreError::NotFound)?;
-        match (&e.state, &e.lease) {
-            (TaskState::Leased, Some(l)) if l.token == token.0 => Ok(slot),
+    /// The lease of a task leased under `token`: the fence against stale workers.
+    pub(crate) fn leased(&self, id: u64, token: LeaseToken) -> Result<&LeaseSlot, StoreError> {
+        let e = self.tasks.get(id).ok_or(StoreError::NotFound)?;
+        let lease = self.tasks.extra(id).and_then(|x| x.lease.as_ref());
+        match (e.state, lease) {
+            (TaskState::Leased, Some(l)) if l.token == token.0 => Ok(l),
             _ => Err(StoreError::LeaseLost),
         }
+    }
+
+    /// Segments that still hold a live task's payload.
+    pub(crate) fn pinned_segments(&self) -> Vec<u64> {
+        self.segments.keys().copied().collect()
     }
 }

@@ -1,26 +1,31 @@
 //! One queue's settings and indexes.
 
+use std::cmp::Reverse;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use hashbrown::HashMap;
 use spool_core::{QueueName, QueueSettings, StateCounts, TaskState, Timestamp};
 
 use super::keys::KeyTable;
-
-/// Claim order: priority (lower first), then run_at, then id.
-pub(crate) type ReadyKey = (i16, Timestamp, u64);
+use super::ready::ReadyIndex;
 
 #[derive(Debug)]
 pub(crate) struct QueueState {
     pub name: QueueName,
     pub settings: QueueSettings,
     /// Ready tasks in claim order.
-    pub ready: BTreeSet<ReadyKey>,
-    /// Ids per state, for listing a state page by page.
+    pub ready: ReadyIndex,
+    /// Ids of scheduled, leased and dead tasks, by state index, for listing
+    /// a state page by page. Ready tasks are not here (they are most tasks,
+    /// and the table lists them in id order itself): that slot stays empty.
     pub members: [BTreeSet<u64>; 4],
+    /// Tasks claimed at least once, most attempts first: the admin page's
+    /// "failing most" order without a scan of the queue.
+    pub by_attempts: BTreeSet<(Reverse<u32>, u64)>,
     pub counts: StateCounts,
-    /// Counts per interned kind, indexed by kind (kinds are few and dense).
-    pub kinds: Vec<StateCounts>,
+    /// Counts per interned kind, for the kinds this queue has.
+    pub kinds: HashMap<u32, StateCounts>,
     pub keys: KeyTable,
     /// Set when a task became ready since the core last served waiters.
     pub woken: bool,
@@ -31,10 +36,11 @@ impl QueueState {
         QueueState {
             name,
             settings,
-            ready: BTreeSet::new(),
+            ready: ReadyIndex::default(),
             members: Default::default(),
+            by_attempts: BTreeSet::new(),
             counts: StateCounts::default(),
-            kinds: Vec::new(),
+            kinds: HashMap::new(),
             keys: KeyTable::default(),
             woken: false,
         }
@@ -43,28 +49,19 @@ impl QueueState {
     pub(crate) fn count(&mut self, kind: u32, state: TaskState, delta: i64) {
         let apply = |n: &mut u64| *n = n.saturating_add_signed(delta);
         apply(self.counts.slot(state));
-        let k = kind as usize;
-        if self.kinds.len() <= k {
-            self.kinds.resize(k + 1, StateCounts::default());
+        let counts = self.kinds.entry(kind).or_default();
+        apply(counts.slot(state));
+        if counts.total() == 0 {
+            self.kinds.remove(&kind);
         }
-        apply(self.kinds[k].slot(state));
     }
 
-    /// How long the longest-waiting ready task has been claimable.
-    ///
-    /// The ready set is ordered by priority first, so the earliest run_at of
-    /// each priority is that priority's first element: one seek per distinct
-    /// priority instead of a scan of every ready task.
-    pub(crate) fn oldest_ready_age(&self, now: Timestamp) -> Option<Duration> {
-        let mut oldest: Option<Timestamp> = None;
-        let mut next = self.ready.first();
-        while let Some(&(priority, run_at, _)) = next {
-            oldest = Some(oldest.map_or(run_at, |o| o.min(run_at)));
-            next = match priority.checked_add(1) {
-                Some(p) => self.ready.range((p, Timestamp::MIN, 0)..).next(),
-                None => None,
-            };
-        }
-        oldest.map(|t| now.since(t))
+    /// How long the longest-waiting ready task has been claimable, given
+    /// each lane's head (`heads` yields the earliest run_at per lane).
+    pub(crate) fn oldest_ready_age(
+        heads: impl Iterator<Item = Timestamp>,
+        now: Timestamp,
+    ) -> Option<Duration> {
+        heads.min().map(|t| now.since(t))
     }
 }

@@ -1,5 +1,5 @@
 //! The baseline: a hand-written SKIP LOCKED queue, two transactions per
-//! batch (lease the batch; delete it when done), as SPEC §11's
+//! batch (lease the batch; delete it when done), as docs/spec.md §11's
 //! "PostgreSQL 15, hand-written SQL" row. Same payloads, same batches,
 //! same durability (`synchronous_commit = on`), prepared statements.
 

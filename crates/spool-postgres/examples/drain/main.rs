@@ -1,5 +1,5 @@
 //! Measures drains, side by side in one run: Spool with each claim
-//! strategy, and a hand-written two-transaction SKIP LOCKED queue (SPEC
+//! strategy, and a hand-written two-transaction SKIP LOCKED queue (docs/spec.md
 //! §11's baseline), at each number of consumers.
 //!
 //! ```text

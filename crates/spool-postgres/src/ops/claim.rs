@@ -1,4 +1,4 @@
-//! Claim (SPEC §3): one statement per batch, and the long poll around it.
+//! Claim (docs/spec.md §3): one statement per batch, and the long poll around it.
 //!
 //! A waiting claim holds no connection while it sleeps. It listens for its
 //! queue's doorbell before each look (so a wake-up during the look is
@@ -11,7 +11,7 @@
 //! the per-queue lock of [`crate::ops::claim_lock`].
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use rand::Rng;
 use spool_core::{ClaimRequest, StoreError, Task};
@@ -21,6 +21,7 @@ use tokio_postgres::Row;
 use crate::config::ClaimStrategy;
 use crate::db::{Db, Params};
 use crate::error::{corrupt, db};
+use crate::floor::Key;
 use crate::row::StoredTask;
 use crate::store::Shared;
 use crate::values::millis;
@@ -43,6 +44,26 @@ fn claimed_in_order(rows: &[Row]) -> Result<Vec<Task>, StoreError> {
     }
     claimed.sort_unstable_by_key(|(n, _)| *n);
     claimed.into_iter().map(|(_, t)| t.view()).collect()
+}
+
+/// The claim-order key of the last task a claim took, and the claim
+/// statement's clock: what the floor rises by.
+fn last_claimed(rows: &[Row]) -> Result<Option<(Key, SystemTime)>, StoreError> {
+    let mut last: Option<(i64, &Row)> = None;
+    for row in rows {
+        if let Some(n) = row.try_get::<_, Option<i64>>("n").map_err(corrupt)? {
+            if last.is_none_or(|(m, _)| n > m) {
+                last = Some((n, row));
+            }
+        }
+    }
+    let Some((_, row)) = last else {
+        return Ok(None);
+    };
+    let priority: i16 = row.try_get("priority").map_err(corrupt)?;
+    let run_at: SystemTime = row.try_get("run_at").map_err(corrupt)?;
+    let now: SystemTime = row.try_get("db_now").map_err(corrupt)?;
+    Ok(Some(((priority, run_at), now)))
 }
 
 impl Shared {
@@ -85,14 +106,36 @@ impl Shared {
     ) -> Result<Vec<Task>, StoreError> {
         let max = i64::from(req.max);
         let tokens = fresh_tokens(req.max);
-        let params: &Params<'_> = &[&req.queue.as_str(), &req.worker, &max, &lease_ms, &tokens];
+        let queue = req.queue.as_str();
+        let start = self.floors.start(queue);
+        let (floor_priority, floor_run_at) = start.key;
+        let params: &Params<'_> = &[
+            &queue,
+            &req.worker,
+            &max,
+            &lease_ms,
+            &tokens,
+            &floor_priority,
+            &floor_run_at,
+        ];
         let rows = match self.config.claim {
-            ClaimStrategy::SkipLocked => {
-                let client = self.client().await?;
-                client.query(&self.sql.claim, params).await.map_err(db)?
-            }
-            ClaimStrategy::GlobalLock => self.claim_under_lock(params).await?,
+            ClaimStrategy::SkipLocked => match self.client().await {
+                Ok(client) => client.query(&self.sql.claim, params).await.map_err(db),
+                Err(e) => Err(e),
+            },
+            ClaimStrategy::GlobalLock => self.claim_under_lock(params).await,
         };
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(e) => {
+                // It may have locked rows, and left them behind the floor.
+                self.floors.reset(Some(queue));
+                return Err(e);
+            }
+        };
+        if let Some((last, now)) = last_claimed(&rows)? {
+            self.floors.raise(queue, &start, last, now);
+        }
         let claimed = claimed_in_order(&rows)?;
         self.claimed_since_vacuum
             .fetch_add(claimed.len() as u64, Ordering::Relaxed);

@@ -1,4 +1,4 @@
-//! The "global acquire lock" claim strategy (SPEC §10,
+//! The "global acquire lock" claim strategy (docs/spec.md §10,
 //! [`ClaimStrategy::GlobalLock`](crate::ClaimStrategy::GlobalLock)): one
 //! claimer at a time acquires from a queue, the others back off.
 //!

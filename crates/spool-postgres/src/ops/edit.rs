@@ -1,4 +1,4 @@
-//! Changing tasks from outside their lease (SPEC §3): update, cancel,
+//! Changing tasks from outside their lease (docs/spec.md §3): update, cancel,
 //! retry, retry every dead task of a queue; and finding a task by key.
 //!
 //! Update and retry lock the row, derive what it shows (an expired lease is
@@ -12,6 +12,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::db::Db;
 use crate::error::{corrupt, db};
+use crate::floor::Ready;
 use crate::row::{errors_json, StoredTask};
 use crate::store::Shared;
 use crate::values::{self, time};
@@ -125,7 +126,7 @@ impl Shared {
         let row = rows.first().ok_or(StoreError::NotFound)?;
         let task = StoredTask::from_row(row)?.view()?;
         if task.state == TaskState::Ready {
-            self.notify(task.queue.as_str());
+            self.notify(task.queue.as_str(), Ready::Anywhere);
         }
         Ok(task)
     }
@@ -163,7 +164,7 @@ impl Shared {
             .map_err(corrupt)?;
         let n = u64::try_from(n).map_err(corrupt)?;
         if n > 0 {
-            self.notify(queue.as_str());
+            self.notify(queue.as_str(), Ready::Anywhere);
         }
         Ok(n)
     }

@@ -1,4 +1,4 @@
-//! What a lease holder does (SPEC §3): ack, ack many, fail, release,
+//! What a lease holder does (docs/spec.md §3): ack, ack many, fail, release,
 //! snooze, extend.
 //!
 //! Each is a conditional write on (id, token, lease still valid): the row
@@ -16,6 +16,7 @@ use tokio_postgres::Row;
 
 use crate::db::Db;
 use crate::error::{corrupt, db};
+use crate::floor::Ready;
 use crate::row::{errors_json, StoredTask};
 use crate::store::Shared;
 use crate::values::{self, duration, millis, time};
@@ -228,7 +229,7 @@ impl Shared {
         match one_task(rows)? {
             Some(task) => {
                 if task.state == TaskState::Ready {
-                    self.notify(task.queue.as_str());
+                    self.notify(task.queue.as_str(), Ready::Anywhere);
                 }
                 Ok(task)
             }

@@ -1,4 +1,4 @@
-//! The Store operations, grouped as SPEC §3 groups them. Each file adds
+//! The Store operations, grouped as docs/spec.md §3 groups them. Each file adds
 //! methods to [`crate::store::Shared`].
 
 pub(crate) mod claim;

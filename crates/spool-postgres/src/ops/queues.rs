@@ -1,4 +1,4 @@
-//! Queue settings (SPEC §4): create, replace, read, pause; and the clock.
+//! Queue settings (docs/spec.md §4): create, replace, read, pause; and the clock.
 
 use spool_core::{QueueName, QueueSettings, StoreError, Timestamp};
 use tokio_postgres::types::ToSql;
@@ -6,6 +6,7 @@ use tokio_postgres::Row;
 
 use crate::db::Db;
 use crate::error::{corrupt, db};
+use crate::floor::Ready;
 use crate::store::Shared;
 use crate::values::{duration, millis, timestamp};
 
@@ -95,7 +96,7 @@ impl Shared {
         drop(client);
         if !settings.paused {
             // It may have been paused until now, with waiters and work.
-            self.notify(queue.as_str());
+            self.notify(queue.as_str(), Ready::Anywhere);
         }
         Ok(settings)
     }
@@ -131,7 +132,7 @@ impl Shared {
             return Err(StoreError::QueueNotFound(queue.clone()));
         }
         if !paused {
-            self.notify(queue.as_str());
+            self.notify(queue.as_str(), Ready::Anywhere);
         }
         Ok(())
     }

@@ -1,4 +1,4 @@
-//! Inspection (SPEC §3, §7.1): get, list, stats.
+//! Inspection (docs/spec.md §3, §7.1): get, list, stats.
 //!
 //! Views derive what a task shows from the stored row and the statement's
 //! clock ([`crate::row`]). List and stats filter and count in SQL, so they
@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use spool_core::{
     Kind, ListOrder, ListRequest, QueueName, QueueStats, StateCounts, StoreError, Task, TaskPage,
     TaskRef,
@@ -104,6 +105,10 @@ impl Shared {
             .iter()
             .map(|row| StoredTask::from_row(row)?.view())
             .collect::<Result<Vec<Task>, StoreError>>()?;
+        if req.order == ListOrder::AttemptsDesc {
+            // The statement appends ordered parts (sql/list_by_attempts.sql).
+            tasks.sort_by(|a, b| b.attempt.cmp(&a.attempt).then(a.id.cmp(&b.id)));
+        }
         let next_cursor = if tasks.len() > req.limit {
             tasks.truncate(req.limit);
             tasks.last().map(|t| {
@@ -121,52 +126,89 @@ impl Shared {
         Ok(TaskPage { tasks, next_cursor })
     }
 
+    /// Counts per queue, kind and state: the count every node shares
+    /// while it is younger than `stats_max_age`, else a fresh one, which
+    /// is then shared.
     pub(crate) async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
+        let max_age = i64::try_from(self.config.stats_max_age.as_millis()).unwrap_or(i64::MAX);
+        if max_age > 0 {
+            let client = self.client().await?;
+            let rows = client
+                .query(&self.sql.stats_cached, &[&max_age])
+                .await
+                .map_err(db)?;
+            if let Some(row) = rows.first() {
+                return stats_from(row);
+            }
+        }
         self.expire_leases(None).await?;
         let client = self.client().await?;
-        let rows = client.query(&self.sql.stats, &[]).await.map_err(db)?;
-        let mut out: Vec<QueueStats> = Vec::new();
-        for row in &rows {
-            let name: String = row.try_get("name").map_err(corrupt)?;
-            let n = |c: &str| -> Result<u64, StoreError> {
-                let v: i64 = row.try_get(c).map_err(corrupt)?;
-                u64::try_from(v).map_err(corrupt)
-            };
-            let counts = StateCounts {
-                scheduled: n("scheduled")?,
-                ready: n("ready")?,
-                leased: n("leased")?,
-                dead: n("dead")?,
-            };
-            let age: Option<i64> = row.try_get("oldest_ready_age_ms").map_err(corrupt)?;
-            let age = age.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
-            if out.last().is_none_or(|s| s.name.as_str() != name) {
-                out.push(QueueStats {
-                    name: QueueName::new(name).map_err(corrupt)?,
-                    paused: row.try_get("paused").map_err(corrupt)?,
-                    counts: StateCounts::default(),
-                    kinds: Default::default(),
-                    oldest_ready_age: None,
-                });
-            }
-            let Some(stats) = out.last_mut() else {
-                continue;
-            };
-            let kind: Option<String> = row.try_get("kind").map_err(corrupt)?;
-            let Some(kind) = kind else {
-                // A queue without tasks.
-                continue;
-            };
-            for s in spool_core::TaskState::ALL {
-                *stats.counts.slot(s) += counts.get(s);
-            }
-            stats.oldest_ready_age = stats.oldest_ready_age.max(age);
-            stats
-                .kinds
-                .insert(Kind::new(kind).map_err(corrupt)?, counts);
-        }
-        Ok(out)
+        let rows = client
+            .query(&self.sql.stats_refresh, &[])
+            .await
+            .map_err(db)?;
+        let row = rows
+            .first()
+            .ok_or_else(|| corrupt("no answer to the stats count"))?;
+        stats_from(row)
     }
+}
+
+/// One group of a stats count (sql/stats_refresh.sql), as kept in JSON.
+#[derive(Deserialize)]
+struct Group {
+    name: String,
+    paused: bool,
+    kind: Option<String>,
+    scheduled: u64,
+    ready: u64,
+    leased: u64,
+    dead: u64,
+    oldest_ready_ms: Option<i64>,
+}
+
+/// The stats in a row of `groups` (JSON, ordered by queue then kind) and
+/// `now_ms`, the clock ages are measured by.
+fn stats_from(row: &tokio_postgres::Row) -> Result<Vec<QueueStats>, StoreError> {
+    let groups: serde_json::Value = row.try_get("groups").map_err(corrupt)?;
+    let groups: Vec<Group> = serde_json::from_value(groups).map_err(corrupt)?;
+    let now_ms: i64 = row.try_get("now_ms").map_err(corrupt)?;
+    let mut out: Vec<QueueStats> = Vec::new();
+    for g in groups {
+        if out.last().is_none_or(|s| s.name.as_str() != g.name) {
+            out.push(QueueStats {
+                name: QueueName::new(g.name.clone()).map_err(corrupt)?,
+                paused: g.paused,
+                counts: StateCounts::default(),
+                kinds: Default::default(),
+                oldest_ready_age: None,
+            });
+        }
+        let Some(stats) = out.last_mut() else {
+            continue;
+        };
+        let Some(kind) = g.kind else {
+            // A queue without tasks.
+            continue;
+        };
+        let counts = StateCounts {
+            scheduled: g.scheduled,
+            ready: g.ready,
+            leased: g.leased,
+            dead: g.dead,
+        };
+        for s in spool_core::TaskState::ALL {
+            *stats.counts.slot(s) += counts.get(s);
+        }
+        let age = g
+            .oldest_ready_ms
+            .map(|at| Duration::from_millis(u64::try_from(now_ms - at).unwrap_or(0)));
+        stats.oldest_ready_age = stats.oldest_ready_age.max(age);
+        stats
+            .kinds
+            .insert(Kind::new(kind).map_err(corrupt)?, counts);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Schedules (SPEC §5): stored definitions and the tick guard.
+//! Schedules (docs/spec.md §5): stored definitions and the tick guard.
 //!
 //! Firing a tick is one transaction: the conditional UPDATE of the
 //! schedule's `last_fire_at` (`fire_schedule.sql`), then the tick's enqueue
@@ -6,7 +6,8 @@
 //! number of processes may fire the same tick: the row lock orders them,
 //! one UPDATE matches, the rest find the tick fired and enqueue nothing.
 //! Which ticks exist is `spool_core::schedule`'s business; this file only
-//! checks a tick against it.
+//! checks a tick against it. A put or delete is announced to schedulers in
+//! every process ([`crate::wake::SCHEDULES`]).
 
 use std::time::Duration;
 
@@ -21,9 +22,11 @@ use tokio_postgres::Row;
 
 use crate::db::Db;
 use crate::error::{corrupt, db};
+use crate::floor::Ready;
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
 use crate::store::Shared;
 use crate::values::{duration, millis, timestamp};
+use crate::wake::SCHEDULES;
 
 /// How far ahead of the store's clock a tick may be fired: schedulers in
 /// other processes estimate the store's clock, and a little early is
@@ -117,10 +120,12 @@ impl Shared {
             .query(&self.sql.put_schedule, &params)
             .await
             .map_err(db)?;
-        schedule_from(
+        let put = schedule_from(
             rows.first()
                 .ok_or_else(|| corrupt("put answered nothing"))?,
-        )
+        )?;
+        self.notify(SCHEDULES, Ready::Anywhere);
+        Ok(put)
     }
 
     pub(crate) async fn list_schedules(&self) -> Result<Vec<Schedule>, StoreError> {
@@ -141,6 +146,7 @@ impl Shared {
         if rows.is_empty() {
             return Err(StoreError::NotFound);
         }
+        self.notify(SCHEDULES, Ready::Anywhere);
         Ok(())
     }
 
@@ -203,7 +209,7 @@ impl Shared {
         .await?;
         tx.commit().await.map_err(db)?;
         drop(client);
-        self.notify(spec.queue.as_str());
+        self.notify(spec.queue.as_str(), Ready::Anywhere);
         out.into_iter()
             .next()
             .map(Some)

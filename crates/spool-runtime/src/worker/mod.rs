@@ -10,7 +10,7 @@
 //! - `rate`: the optional per-queue rate limit;
 //! - `span`: the tracing span of a run.
 //!
-//! Shutdown (SPEC §6): stop claiming, let runs finish until the timeout,
+//! Shutdown (docs/spec.md §6): stop claiming, let runs finish until the timeout,
 //! then cut off the rest and release their tasks (the attempt is not
 //! counted), flush the acks.
 

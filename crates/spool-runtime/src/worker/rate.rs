@@ -1,4 +1,4 @@
-//! A per-queue rate limit (SPEC §6): a token bucket refilled at the rate,
+//! A per-queue rate limit (docs/spec.md §6): a token bucket refilled at the rate,
 //! holding at most a tenth of a second's worth (and at least one), so that
 //! claims stay small and evenly spaced instead of one burst per second.
 

@@ -8,10 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use spool_core::{Clock, Store, SystemClock, TaskState, Timestamp};
+use spool_core::{
+    Cadence, Clock, Kind, Payload, ScheduleSpec, Store, SystemClock, TaskState, Timestamp,
+};
 use spool_runtime::{Client, Context, Job, PeriodicJob, QueueConfig, Scheduler, Worker};
 
-use crate::support::{eventually, fast_queue, percentile, server, tasks};
+use crate::support::{eventually, fast_queue, percentile, q, server, tasks};
 
 #[derive(Serialize, Deserialize, Clone)]
 struct Beat {
@@ -254,4 +256,85 @@ async fn missed_ticks_collapse_into_one() {
     let ticks: Vec<i64> = runs.keys().copied().collect();
     let jump = ticks.windows(2).map(|w| w[1] - w[0]).max().unwrap();
     assert!((1000..=1400).contains(&jump), "{ticks:?}");
+}
+
+/// A schedule on its own queue, ticking every `every`.
+fn spec(name: &str, every: Duration) -> ScheduleSpec {
+    ScheduleSpec {
+        name: Kind::new(name).unwrap(),
+        queue: q(name),
+        kind: None,
+        payload: Payload::default(),
+        cadence: Cadence::Every(every),
+        deadline: None,
+    }
+}
+
+/// How late (ms) the first task of `schedule`'s queue was made after `tick`.
+async fn first_tick_late(store: &dyn Store, queue: &str, tick: Timestamp) -> i64 {
+    let until = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(t) = tasks(store, queue).await.first() {
+            return t.created_at.as_millis() - tick.as_millis();
+        }
+        assert!(
+            tokio::time::Instant::now() < until,
+            "{queue}: no tick fired"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_new_schedules_first_tick_is_as_prompt_as_the_others() {
+    let e = crate::support::embedded();
+    let store = e.store.as_ref();
+    let scheduler = Scheduler::new(e.store.clone()).start().unwrap();
+    let mut late = Vec::new();
+    for i in 0..8 {
+        // Puts at different moments of the scheduler's refresh cycle.
+        tokio::time::sleep(Duration::from_millis(137)).await;
+        let name = format!("first-{i}");
+        let put = store
+            .put_schedule(spec(&name, Duration::from_millis(300)))
+            .await
+            .unwrap();
+        let tick = put.next_fire_at().unwrap();
+        late.push(first_tick_late(store, &name, tick).await);
+        store
+            .delete_schedule(&Kind::new(&name).unwrap())
+            .await
+            .unwrap();
+    }
+    scheduler.stop().await;
+    println!(
+        "first ticks of new schedules: p50 {} ms, max {} ms late",
+        percentile(&mut late, 50),
+        percentile(&mut late, 100)
+    );
+    assert!(late.iter().all(|&l| (0..250).contains(&l)), "{late:?}");
+}
+
+#[tokio::test]
+async fn a_changed_schedule_is_noticed_without_waiting_for_a_refresh() {
+    let e = crate::support::embedded();
+    let store = e.store.as_ref();
+    let scheduler = Scheduler::new(e.store.clone())
+        .refresh_every(Duration::from_secs(3600))
+        .start()
+        .unwrap();
+    // Let the scheduler read the (empty) list, then put and change.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    store
+        .put_schedule(spec("changed", Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    let put = store
+        .put_schedule(spec("changed", Duration::from_millis(200)))
+        .await
+        .unwrap();
+    let tick = put.next_fire_at().unwrap();
+    let late = first_tick_late(store, "changed", tick).await;
+    assert!((0..250).contains(&late), "{late} ms late");
+    scheduler.stop().await;
 }

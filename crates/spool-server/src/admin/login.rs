@@ -2,10 +2,10 @@
 //! (see [`super::session`]), and giving it back.
 //!
 //! Without a configured token there is nothing to log in to: both send the
-//! browser to the overview.
+//! browser to the overview. Wrong tokens are throttled ([`super::throttle`]).
 
 use axum::extract::State;
-use axum::http::header::SET_COOKIE;
+use axum::http::header::{RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::{Extension, Form};
@@ -46,7 +46,7 @@ pub async fn form(
     if signed_in {
         return Ok(layout::redirect(next));
     }
-    Ok(render(StatusCode::OK, next, false))
+    Ok(render(StatusCode::OK, next, None))
 }
 
 /// `POST /login`: a right token sets the session cookie and goes on to
@@ -60,11 +60,18 @@ pub async fn submit(
     };
     let Form(form) = form.map_err(|e| PageError::bad_request(e.body_text()))?;
     let next = links::safe_next(form.next.as_deref());
+    if let Err(wait) = st.login_throttle().check() {
+        let mut res = render(StatusCode::TOO_MANY_REQUESTS, next, Some(TOO_MANY));
+        let secs = wait.as_secs().max(1).to_string();
+        res.headers_mut().insert(RETRY_AFTER, header(&secs)?);
+        return Ok(res);
+    }
     if !auth::same(form.token.as_bytes(), expected.as_bytes()) {
-        return Ok(render(StatusCode::UNAUTHORIZED, next, true));
+        st.login_throttle().failed();
+        return Ok(render(StatusCode::UNAUTHORIZED, next, Some(WRONG)));
     }
     let key = session::key(Some(expected))?;
-    let cookie = session::set_cookie(&session::new_session(&key)?, st.config().tls.is_some());
+    let cookie = session::set_cookie(&session::new_session(&key)?, secure_cookie(&st));
     let mut res = layout::redirect(next);
     res.headers_mut().insert(SET_COOKIE, header(&cookie)?);
     Ok(res)
@@ -73,10 +80,19 @@ pub async fn submit(
 /// `POST /logout`: clears the cookie.
 pub async fn logout(State(st): State<AppState>, _: Checked) -> Result<Response, PageError> {
     let mut res = layout::redirect("/login");
-    let cookie = session::clear_cookie(st.config().tls.is_some());
+    let cookie = session::clear_cookie(secure_cookie(&st));
     res.headers_mut().insert(SET_COOKIE, header(&cookie)?);
     Ok(res)
 }
+
+/// Whether the cookie may travel over HTTPS only: when this server speaks
+/// TLS, or a proxy in front of it does (`secure_cookies`).
+fn secure_cookie(st: &AppState) -> bool {
+    st.config().tls.is_some() || st.config().secure_cookies
+}
+
+const WRONG: &str = "That token is not right.";
+const TOO_MANY: &str = "Too many wrong tokens were tried. Wait a minute, then try again.";
 
 fn header(v: &str) -> Result<HeaderValue, PageError> {
     // Built from base64url, digits and fixed text: always a valid header.
@@ -87,18 +103,18 @@ fn header(v: &str) -> Result<HeaderValue, PageError> {
     })
 }
 
-fn render(status: StatusCode, next: &str, failed: bool) -> Response {
+fn render(status: StatusCode, next: &str, failed: Option<&str>) -> Response {
     let body = html! {
         div.login {
             h1 { "Log in to Spool" }
-            @if failed {
-                p.error-message role="alert" #login-error { "That token is not right." }
+            @if let Some(why) = failed {
+                p.error-message role="alert" #login-error { (why) }
             }
             form method="post" action="/login" {
                 input type="hidden" name="next" value=(next);
                 label for="token" { "Server token" }
                 input #token type="password" name="token" required autocomplete="current-password"
-                    autofocus aria-describedby=[failed.then_some("login-error")];
+                    autofocus aria-describedby=[failed.map(|_| "login-error")];
                 button.btn.btn-primary type="submit" { "Log in" }
             }
             p.muted {

@@ -1,4 +1,4 @@
-//! The admin page (SPEC §7, "Admin page"): server-rendered HTML over the
+//! The admin page (docs/spec.md §7, "Admin page"): server-rendered HTML over the
 //! same [`spool_core::Store`] the API uses, compiled into the binary.
 //!
 //! A map:
@@ -42,6 +42,7 @@ mod schedules;
 mod session;
 mod task;
 mod text;
+pub(crate) mod throttle;
 mod viewer;
 
 pub use gate::{admit, Admission};

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath};
-use crate::metrics::{CLAIMED, CLAIM_DURATION};
+use crate::metrics::{queue_label, CLAIMED, CLAIM_DURATION};
 use crate::state::AppState;
 use crate::wire::{self, TasksJson};
 
@@ -79,7 +79,8 @@ pub async fn claim(
     let wait = req.wait;
     let start = Instant::now();
     let tasks = st.call_with(wait, st.store().claim(req)).await?;
-    let label = queue.to_string();
+    // An empty claim does not show the queue exists: it may be made up.
+    let label = queue_label(queue.as_str(), !tasks.is_empty());
     metrics::histogram!(CLAIM_DURATION, "queue" => label.clone())
         .record(start.elapsed().as_secs_f64());
     if !tasks.is_empty() {

@@ -9,7 +9,6 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use spool_core::store::MAX_BATCH;
 use spool_core::task::RunAt;
 use spool_core::{Kind, NewTask, Payload, QueueName, StoreError, TaskKey};
 use utoipa::openapi::schema::{OneOfBuilder, Schema};
@@ -18,7 +17,7 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiPath, JsonBody};
-use crate::metrics::ENQUEUED;
+use crate::metrics::{queue_label, ENQUEUED};
 use crate::state::AppState;
 use crate::wire::{self, PayloadIn};
 
@@ -59,7 +58,7 @@ pub struct EnqueueItem<'a> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnqueueBatch<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "wire::at_most_max_batch")]
     tasks: Vec<EnqueueItem<'a>>,
 }
 
@@ -115,12 +114,6 @@ fn parse(body: &JsonBody) -> Result<Vec<NewTask>, ApiError> {
         Some(_) => body.parse::<EnqueueBatch<'_>>()?.tasks,
         None => vec![body.parse::<EnqueueItem<'_>>()?],
     };
-    if items.len() > MAX_BATCH {
-        return Err(ApiError::bad_request(format!(
-            "a batch holds at most {MAX_BATCH} tasks, got {}",
-            items.len()
-        )));
-    }
     let many = items.len() > 1;
     items
         .into_iter()
@@ -195,7 +188,8 @@ pub async fn enqueue(
     let outcomes = st.call(st.store().enqueue(&queue, tasks)).await?;
     let created = outcomes.iter().filter(|o| !o.duplicate).count();
     if created > 0 {
-        metrics::counter!(ENQUEUED, "queue" => queue.to_string()).increment(created as u64);
+        metrics::counter!(ENQUEUED, "queue" => queue_label(queue.as_str(), true))
+            .increment(created as u64);
         st.monitor().count_enqueued(created as u64);
     }
     let status = if created > 0 {

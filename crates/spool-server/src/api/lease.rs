@@ -10,14 +10,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use spool_core::store::MAX_BATCH;
 use spool_core::{FailRequest, LeaseToken, StoreError, TaskId, TaskState};
 use utoipa::ToSchema;
 
 use super::token;
 use crate::error::{ApiError, ErrorDetail};
 use crate::extract::{ApiJson, ApiPath};
-use crate::metrics::{COMPLETED, DEAD, FAILED};
+use crate::metrics::{queue_label, COMPLETED, DEAD, FAILED};
 use crate::state::AppState;
 use crate::wire::{self, TaskJson};
 
@@ -124,7 +123,7 @@ pub async fn fail(
         discard: body.discard,
     };
     let task = st.call(st.store().fail(id, token, req)).await?;
-    let queue = task.queue.to_string();
+    let queue = queue_label(task.queue.as_str(), true);
     metrics::counter!(FAILED, "queue" => queue.clone()).increment(1);
     if task.state == TaskState::Dead {
         metrics::counter!(DEAD, "queue" => queue).increment(1);
@@ -172,7 +171,7 @@ pub async fn extend(
 }
 
 /// Give the task back to run at `run_at`, not counting the attempt (the
-/// runtime's "snooze"; an addition to SPEC §7 so the remote store is whole).
+/// runtime's "snooze"; an addition to docs/spec.md §7 so the remote store is whole).
 #[utoipa::path(
     post,
     path = "/v1/tasks/{id}/snooze",
@@ -204,6 +203,7 @@ pub struct AckItem {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchAckBody {
+    #[serde(deserialize_with = "wire::at_most_max_batch")]
     pub acks: Vec<AckItem>,
 }
 
@@ -256,12 +256,6 @@ pub async fn ack_many(
     State(st): State<AppState>,
     ApiJson(body): ApiJson<BatchAckBody>,
 ) -> Result<Json<BatchAckResponse>, ApiError> {
-    if body.acks.len() > MAX_BATCH {
-        return Err(ApiError::bad_request(format!(
-            "a batch ack holds at most {MAX_BATCH} items, got {}",
-            body.acks.len()
-        )));
-    }
     // Items with a token the store could never have issued are answered
     // here (404 or 409 as for a single ack); the rest go in one store call.
     let mut answered: BTreeMap<usize, AckResult> = BTreeMap::new();

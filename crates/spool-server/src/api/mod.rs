@@ -1,4 +1,4 @@
-//! The handlers of SPEC §7, one file per group of endpoints, each with the
+//! The handlers of docs/spec.md §7, one file per group of endpoints, each with the
 //! JSON shapes only it uses. [`routes`] lists them all with their OpenAPI
 //! descriptions, so the router and the document cannot disagree.
 
@@ -16,7 +16,7 @@ mod schedules;
 mod settings;
 mod system;
 mod tasks;
-mod token;
+pub(crate) mod token;
 
 /// Every route, documented.
 pub fn routes() -> OpenApiRouter<AppState> {

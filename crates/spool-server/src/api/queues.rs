@@ -96,6 +96,7 @@ pub async fn pause(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
 ) -> Result<StatusCode, ApiError> {
+    let _changing = st.settings_lock().await;
     st.call(st.store().set_paused(&queue, true)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -112,6 +113,7 @@ pub async fn resume(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
 ) -> Result<StatusCode, ApiError> {
+    let _changing = st.settings_lock().await;
     st.call(st.store().set_paused(&queue, false)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

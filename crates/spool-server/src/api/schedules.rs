@@ -1,11 +1,12 @@
-//! Periodic schedules (SPEC §5, §7.1): `PUT /v1/schedules/{name}` creates or
+//! Periodic schedules (docs/spec.md §5, §7.1): `PUT /v1/schedules/{name}` creates or
 //! replaces one, `GET /v1/schedules` lists them with their last and next
 //! fire times, `DELETE` removes one, and `POST /v1/schedules/{name}/fire`
-//! fires one tick (an addition to SPEC §7, so a scheduler in another
+//! fires one tick (an addition to docs/spec.md §7, so a scheduler in another
 //! process can drive the store through this server).
 //!
 //! A schedule's body is checked whole before the store is asked: the
-//! cadence (`every_ms` ≥ 100, or a 6-field cron with an optional time zone),
+//! cadence (`every_ms` ≥ 100, or a cron expression — 5 fields, 6 with
+//! seconds first, or a macro such as `@daily` — with an optional time zone),
 //! the payload (exactly as for enqueue) and the deadline.
 
 use axum::extract::State;
@@ -81,7 +82,8 @@ pub struct ScheduleBody {
     /// The period; ticks are the multiples of it since the Unix epoch.
     #[schema(minimum = 100)]
     every_ms: Option<u64>,
-    /// A 6-field cron expression with seconds.
+    /// A cron expression: 5 fields (`0 9 * * *`), 6 with seconds first, or a
+    /// macro (`@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`).
     cron: Option<String>,
     /// The cron expression's time zone (IANA name); only with `cron`.
     tz: Option<String>,

@@ -1,4 +1,4 @@
-//! A queue's settings (SPEC §4): `PUT` creates the queue or changes them,
+//! A queue's settings (docs/spec.md §4): `PUT` creates the queue or changes them,
 //! `GET` reads them.
 
 use axum::extract::State;
@@ -14,7 +14,7 @@ use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
 use crate::wire;
 
-/// A queue's settings (SPEC §4).
+/// A queue's settings (docs/spec.md §4).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SettingsJson {
     pub lease_ms: u64,
@@ -104,8 +104,9 @@ pub async fn put_settings(
     ApiPath(queue): ApiPath<QueueName>,
     ApiJson(body): ApiJson<SettingsBody>,
 ) -> Result<Json<SettingsJson>, ApiError> {
-    // Read-modify-write: two concurrent PUTs of different fields may lose
-    // one; settings change rarely and by hand.
+    // Read-modify-write under the settings lock, which pause and resume
+    // take too: nothing this server changes is lost in between.
+    let _changing = st.settings_lock().await;
     let current = match st.call(st.store().get_queue(&queue)).await {
         Ok(s) => s,
         Err(ApiError::Store(StoreError::QueueNotFound(_) | StoreError::NotFound)) => {

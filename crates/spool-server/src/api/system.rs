@@ -60,7 +60,7 @@ pub struct TimeJson {
 }
 
 /// The store's clock, the only clock tasks are judged by (an addition to
-/// SPEC §7 for remote clients).
+/// docs/spec.md §7 for remote clients).
 #[utoipa::path(
     get,
     path = "/v1/time",

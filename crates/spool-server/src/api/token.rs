@@ -2,7 +2,7 @@
 //!
 //! Tokens are opaque strings to clients. One the store could never have
 //! issued (not 16 hex digits) is still just a wrong token: 409 `lease_lost`
-//! if the task exists, 404 `not_found` if it does not (SPEC §7.1, Tokens).
+//! if the task exists, 404 `not_found` if it does not (docs/spec.md §7.1, Tokens).
 
 use spool_core::{LeaseToken, StoreError, TaskId, TaskRef};
 

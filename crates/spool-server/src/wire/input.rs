@@ -1,7 +1,7 @@
 //! Checks on scalar inputs: timestamps and `*_ms` durations.
 //!
 //! Out-of-range values are refused with a message naming the field, never
-//! clamped (SPEC §7.1). Durations are bounded so that `now + duration` stays
+//! clamped (docs/spec.md §7.1). Durations are bounded so that `now + duration` stays
 //! a time RFC 3339 can write.
 
 use std::time::Duration;

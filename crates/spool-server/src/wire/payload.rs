@@ -2,7 +2,7 @@
 //! or `payload_base64` (bytes, standard alphabet, padded).
 //!
 //! The JSON text is never parsed into numbers, so integers of any size and
-//! every JSON type come back exactly as given (SPEC §7). A payload stored as
+//! every JSON type come back exactly as given (docs/spec.md §7). A payload stored as
 //! JSON that is not valid JSON (a library caller's mistake) is answered as
 //! base64 rather than as broken JSON.
 

@@ -1,4 +1,4 @@
-//! A task as JSON (SPEC §7.1): every field of §2, timestamps in RFC 3339,
+//! A task as JSON (docs/spec.md §7.1): every field of §2, timestamps in RFC 3339,
 //! and the lease token only in claim answers.
 
 use serde::Serialize;

@@ -227,3 +227,52 @@ async fn without_a_token_pages_are_open_and_login_is_moot() {
     assert!(res.session_cookie().is_none());
     assert!(!s.get("/").await.text.contains("Log out"));
 }
+
+#[tokio::test]
+async fn guessing_the_token_at_the_login_form_is_throttled() {
+    let s = Admin::with_token(TOKEN).await;
+    for i in 0..10 {
+        let wrong = s.post("/login", &[("token", "guess"), ("next", "/")]).await;
+        assert_eq!(wrong.status, 401, "try {i}");
+    }
+    let more = s.post("/login", &[("token", "guess"), ("next", "/")]).await;
+    more.assert_page(429);
+    assert!(more.header("retry-after").parse::<u64>().unwrap() >= 1);
+    assert!(more.text.contains("Too many wrong tokens"));
+    // No token is checked meanwhile; the API's bearer header still works.
+    let right = s.post("/login", &[("token", TOKEN), ("next", "/")]).await;
+    assert_eq!(right.status, 429);
+    let api = s
+        .send(
+            Method::GET,
+            "/v1/queues",
+            &[("authorization", &format!("Bearer {TOKEN}"))],
+            None,
+        )
+        .await;
+    assert_eq!(api.status, 200);
+}
+
+#[tokio::test]
+async fn the_session_cookie_can_be_secure_behind_a_tls_proxy() {
+    let plain = Admin::with_token(TOKEN).await;
+    let res = plain
+        .post("/login", &[("token", TOKEN), ("next", "/")])
+        .await;
+    assert!(!res.header("set-cookie").contains("Secure"));
+    let proxied = Admin::with_config(spool_server::ServerConfig {
+        token: Some(TOKEN.into()),
+        secure_cookies: true,
+        ..spool_server::ServerConfig::default()
+    })
+    .await;
+    let res = proxied
+        .post("/login", &[("token", TOKEN), ("next", "/")])
+        .await;
+    assert_eq!(res.status, 303);
+    assert!(
+        res.header("set-cookie").contains("; Secure"),
+        "{}",
+        res.header("set-cookie")
+    );
+}

@@ -36,16 +36,20 @@ impl Admin {
     }
 
     async fn start(token: Option<String>) -> Self {
+        Self::with_config(ServerConfig {
+            token,
+            ..ServerConfig::default()
+        })
+        .await
+    }
+
+    pub async fn with_config(config: ServerConfig) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = Arc::new(Engine::open(EngineConfig::new(dir.path())).unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let state = AppState::new(store.clone());
-        let config = ServerConfig {
-            token,
-            ..ServerConfig::default()
-        };
         let task = tokio::spawn(async move {
             let shutdown = async {
                 let _ = stopped.await;

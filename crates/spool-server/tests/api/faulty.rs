@@ -20,6 +20,9 @@ pub enum Mode {
     Hang = 1,
     Down = 2,
     Bug = 3,
+    /// Reads of queue settings answer 300 ms after reading; all else is
+    /// normal.
+    SlowSettingsRead = 4,
 }
 
 /// A leak the server must never show a client.
@@ -134,7 +137,11 @@ impl Store for Faulty {
     }
     async fn get_queue(&self, q: &QueueName) -> Result<QueueSettings, StoreError> {
         self.gate().await?;
-        self.inner.get_queue(q).await
+        let read = self.inner.get_queue(q).await;
+        if self.mode.load(Ordering::SeqCst) == Mode::SlowSettingsRead as u8 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        read
     }
     async fn set_paused(&self, q: &QueueName, p: bool) -> Result<(), StoreError> {
         self.gate().await?;

@@ -650,3 +650,30 @@ async fn too_many_or_too_large_headers_get_431() {
 
     assert_eq!(s.get("/healthz").await.status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_batch_of_millions_of_tiny_items_is_refused_at_the_limit_not_after_parsing_all() {
+    let s = TestServer::start().await;
+    let before = s.counts().await;
+    // Just under the 16 MiB body limit: about 5.6 million `{}` items, each
+    // of which was parsed (and ~200 bytes in memory) before the batch
+    // limit was checked. Parsing now stops at item 10,001, so the answer
+    // cannot know, nor say, how many items there were.
+    let n = (16 * 1024 * 1024 - 20) / 3;
+    let tasks = format!(r#"{{"tasks":[{}{{}}]}}"#, "{},".repeat(n - 1));
+    let acks = format!(
+        r#"{{"acks":[{}{{"id":1,"token":"x"}}]}}"#,
+        r#"{"id":1,"token":"x"},"#.repeat(700_000)
+    );
+    for (path, body, items) in [
+        ("/v1/queues/victim/tasks", tasks, n),
+        ("/v1/ack", acks, 700_001),
+    ] {
+        let a = s.post(path, &body).await;
+        a.assert_error(400, "bad_request");
+        let message = a.json["error"]["message"].as_str().unwrap();
+        assert!(message.contains("at most 10000"), "{path}: {message}");
+        assert!(!message.contains(&items.to_string()), "{path}: {message}");
+    }
+    assert_eq!(s.counts().await, before);
+}

@@ -124,3 +124,53 @@ async fn a_body_that_never_arrives_gets_408() {
     assert!(start.elapsed() < Duration::from_secs(5));
     assert_eq!(s.counts().await["queues"], serde_json::json!([]));
 }
+
+#[tokio::test]
+async fn a_stopped_engine_fails_healthz_for_good() {
+    let fs = spool_wal::FaultyFs::new(7);
+    let mut config = spool_engine::EngineConfig::new("/data");
+    config.fs = std::sync::Arc::new(fs.clone());
+    let engine = spool_engine::Engine::open(config).unwrap();
+    let s = TestServer::serve(std::sync::Arc::new(engine), ServerConfig::default(), None).await;
+    assert_eq!(s.get("/healthz").await.status, StatusCode::OK);
+    // A failed log write stops the engine until a restart.
+    fs.fail_sync_after(0);
+    s.post("/v1/queues/q/tasks", "{}")
+        .await
+        .assert_error(503, "unavailable");
+    s.get("/healthz").await.assert_error(503, "unavailable");
+    // Reading the clock must not make it look healthy again.
+    s.get("/v1/time").await.assert_error(503, "unavailable");
+    s.get("/healthz").await.assert_error(503, "unavailable");
+}
+
+#[tokio::test]
+async fn a_settings_change_does_not_undo_a_concurrent_pause() {
+    let (s, f) = faulty(ServerConfig::default()).await;
+    let (client, url) = (s.client.clone(), s.url("/v1/queues/q"));
+    let put = move |body: &'static str| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            client
+                .put(url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    assert_eq!(put("{}").await, StatusCode::OK);
+    f.set(Mode::SlowSettingsRead);
+    // The change reads the settings (slowly) while the pause lands.
+    let change = tokio::spawn(put(r#"{"max_attempts":7}"#));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let pause = s.post("/v1/queues/q/pause", "").await;
+    assert_eq!(pause.status, StatusCode::NO_CONTENT, "{}", pause.text);
+    assert_eq!(change.await.unwrap(), StatusCode::OK);
+    f.set(Mode::Normal);
+    let now = s.get("/v1/queues/q").await.json;
+    assert_eq!(now["max_attempts"], 7, "{now}");
+    assert_eq!(now["paused"], true, "the pause was undone: {now}");
+}

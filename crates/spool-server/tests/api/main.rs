@@ -8,8 +8,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod auth;
+mod crosssite;
 mod faulty;
 mod hostile;
+mod keepalive;
 mod leases;
 mod limits;
 mod queues;

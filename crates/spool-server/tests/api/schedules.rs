@@ -105,6 +105,41 @@ async fn put_list_fire_and_delete() {
 }
 
 #[tokio::test]
+async fn standard_cron_expressions_and_macros_are_accepted() {
+    let s = TestServer::start().await;
+    let cases = [
+        // 5 fields, minute first: 09:00 every day, in UTC and in Berlin.
+        (r#"{"queue":"q","cron":"0 9 * * *"}"#, "T09:00:00.000Z"),
+        (
+            r#"{"queue":"q","cron":"0 9 * * *","tz":"Europe/Berlin"}"#,
+            ":00:00.000Z",
+        ),
+        // 6 fields, seconds first.
+        (r#"{"queue":"q","cron":"30 0 9 * * *"}"#, "T09:00:30.000Z"),
+        (r#"{"queue":"q","cron":"@hourly"}"#, ":00:00.000Z"),
+        (r#"{"queue":"q","cron":"@daily"}"#, "T00:00:00.000Z"),
+        (r#"{"queue":"q","cron":"@weekly"}"#, "T00:00:00.000Z"),
+        (r#"{"queue":"q","cron":"@monthly"}"#, "-01T00:00:00.000Z"),
+        (r#"{"queue":"q","cron":"@yearly"}"#, "-01-01T00:00:00.000Z"),
+        (
+            r#"{"queue":"q","cron":"@annually"}"#,
+            "-01-01T00:00:00.000Z",
+        ),
+    ];
+    for (body, ends) in cases {
+        let a = put(&s, "c", body).await;
+        assert_eq!(a.status, StatusCode::OK, "{body}: {}", a.text);
+        let next = a.json["next_fire_at"].as_str().unwrap_or("");
+        assert!(
+            is_millis_utc(next) && next.ends_with(ends),
+            "{body}: {next}"
+        );
+        let listed = s.get("/v1/schedules").await.json;
+        assert_eq!(listed["schedules"][0]["next_fire_at"], json!(next));
+    }
+}
+
+#[tokio::test]
 async fn bad_schedules_are_refused_and_change_nothing() {
     let s = TestServer::start().await;
     let bad = [
@@ -113,7 +148,9 @@ async fn bad_schedules_are_refused_and_change_nothing() {
         r#"{"queue":"q"}"#,
         r#"{"queue":"q","every_ms":1000,"cron":"* * * * * *"}"#,
         r#"{"queue":"q","every_ms":1000,"tz":"UTC"}"#,
-        r#"{"queue":"q","cron":"* * * * *"}"#,
+        r#"{"queue":"q","cron":"* * * *"}"#,
+        r#"{"queue":"q","cron":"@often"}"#,
+        r#"{"queue":"q","cron":"0 9 * * 8"}"#,
         r#"{"queue":"q","cron":"0 0 9 * * *","tz":"Mars/Base"}"#,
         r#"{"queue":"q","every_ms":1000,"deadline_ms":0}"#,
         r#"{"queue":"q","every_ms":1000,"payload":1,"payload_base64":"AA=="}"#,

@@ -47,6 +47,38 @@ async fn metrics_show_queue_gauges_counters_and_the_claim_histogram() {
     }
 }
 
+#[tokio::test]
+async fn made_up_methods_and_queue_names_do_not_grow_the_metrics() {
+    let s = TestServer::start().await;
+    let salt = std::process::id();
+    for i in 0..20 {
+        let method = format!("XMETHOD{salt}N{i}");
+        let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        s.send(m, "/healthz", None).await;
+        let a = s
+            .post(
+                &format!("/v1/queues/madeup{salt}n{i}/claim"),
+                r#"{"worker":"w"}"#,
+            )
+            .await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.text);
+    }
+    let text = s.get("/metrics").await.text;
+    assert!(
+        !text.contains("XMETHOD"),
+        "a method became a label:\n{text}"
+    );
+    assert!(
+        !text.contains("madeup"),
+        "a queue name became a label:\n{text}"
+    );
+    assert!(text.contains(r#"method="other""#), "{text}");
+    assert!(
+        text.contains(r#"spool_claim_duration_seconds_bucket{queue="other""#),
+        "{text}"
+    );
+}
+
 /// Every route the router serves, as OpenAPI names it.
 const ROUTES: &[(&str, &str)] = &[
     ("/v1/queues/{queue}/tasks", "post"),

@@ -1,4 +1,4 @@
-//! Ack (SPEC §3, §7.1): completion deletes; only the current token counts;
+//! Ack (docs/spec.md §3, §7.1): completion deletes; only the current token counts;
 //! reschedule re-arms; batch acks are independent.
 
 use std::time::Duration;

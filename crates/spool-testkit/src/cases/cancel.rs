@@ -1,4 +1,4 @@
-//! Cancel (SPEC §3): deletes a task in any state, by id or by key; its lease
+//! Cancel (docs/spec.md §3): deletes a task in any state, by id or by key; its lease
 //! holder then finds it gone.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Claim (SPEC §3, §7.1): order, max, pause, run_at, what a claim does to a
+//! Claim (docs/spec.md §3, §7.1): order, max, pause, run_at, what a claim does to a
 //! task, how long its lease is, and what a claim may ask.
 
 use std::time::Duration;

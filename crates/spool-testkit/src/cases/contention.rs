@@ -1,4 +1,4 @@
-//! Exactly-once hand-out under contention (SPEC §3): many claimers racing
+//! Exactly-once hand-out under contention (docs/spec.md §3): many claimers racing
 //! over one queue while a producer fills it never get the same task twice
 //! while its lease is valid, and together drain it.
 

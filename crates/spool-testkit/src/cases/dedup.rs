@@ -1,4 +1,4 @@
-//! Idempotency keys (SPEC §3.1): a key deduplicates while its task lives and
+//! Idempotency keys (docs/spec.md §3.1): a key deduplicates while its task lives and
 //! for `dedup_window` after the task completed or was cancelled.
 
 use std::time::Duration;

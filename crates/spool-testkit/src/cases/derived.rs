@@ -1,4 +1,4 @@
-//! Derived states are prompt (SPEC §7.1): once a task's run_at has passed or
+//! Derived states are prompt (docs/spec.md §7.1): once a task's run_at has passed or
 //! its lease has expired, every view shows it `ready`.
 
 use std::time::Duration;

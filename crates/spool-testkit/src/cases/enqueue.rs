@@ -1,4 +1,4 @@
-//! Enqueue (SPEC §2, §3, §7.1): ids, atomic batches, defaults, the fields a
+//! Enqueue (docs/spec.md §2, §3, §7.1): ids, atomic batches, defaults, the fields a
 //! producer sets, payloads and the payload limit.
 
 use std::time::Duration;
@@ -9,7 +9,7 @@ use crate::arrange::*;
 use crate::check::*;
 use crate::fixture::Fixture;
 
-/// SPEC §7.1: a batch holds at most 10,000 tasks.
+/// docs/spec.md §7.1: a batch holds at most 10,000 tasks.
 const MAX_BATCH: usize = 10_000;
 
 /// Ids are unique and increase in creation order, within a batch and across
@@ -225,7 +225,7 @@ pub async fn enqueue_refuses_payload_over_max_payload(fx: Fixture) {
     assert_eq!(stats_of(&fx, &q).await.counts.total(), 1);
 }
 
-/// SPEC §4: enqueueing to a queue nobody created creates it with defaults.
+/// docs/spec.md §4: enqueueing to a queue nobody created creates it with defaults.
 pub async fn enqueue_creates_queue_on_first_use(fx: Fixture) {
     let q = queue_name("implicit");
     expect_code(fx.store.get_queue(&q).await, "not_found");

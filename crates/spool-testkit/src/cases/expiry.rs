@@ -1,4 +1,4 @@
-//! Lease expiry (SPEC §3): an expired lease makes the task ready again (its
+//! Lease expiry (docs/spec.md §3): an expired lease makes the task ready again (its
 //! attempt already counted), or dead on its last attempt, and records
 //! "lease expired"; the expired token is refused.
 

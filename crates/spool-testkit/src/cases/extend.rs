@@ -1,4 +1,4 @@
-//! Extend (SPEC §3, §7.1): a heartbeat sets `expires_at = now + lease` and
+//! Extend (docs/spec.md §3, §7.1): a heartbeat sets `expires_at = now + lease` and
 //! keeps the task from expiring.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Fail (SPEC §2, §3, §7.1): retry after backoff or at retry_at, dead when
+//! Fail (docs/spec.md §2, §3, §7.1): retry after backoff or at retry_at, dead when
 //! discarded or out of attempts, the error history, stale tokens.
 
 use std::time::Duration;

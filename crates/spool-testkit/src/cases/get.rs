@@ -1,4 +1,4 @@
-//! Get (SPEC §3): a task by id or by (queue, key).
+//! Get (docs/spec.md §3): a task by id or by (queue, key).
 
 use spool_core::{QueueSettings, TaskRef};
 

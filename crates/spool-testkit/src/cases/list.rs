@@ -1,4 +1,4 @@
-//! List (SPEC §3, §7.1): a queue's tasks by state, in id or attempts order,
+//! List (docs/spec.md §3, §7.1): a queue's tasks by state, in id or attempts order,
 //! page by page.
 
 use std::collections::BTreeSet;

@@ -1,4 +1,4 @@
-//! Long poll (SPEC §3): a claim with `wait` blocks until a task is ready or
+//! Long poll (docs/spec.md §3): a claim with `wait` blocks until a task is ready or
 //! the wait ends.
 //!
 //! These cases time the claim with the local monotonic clock: what they

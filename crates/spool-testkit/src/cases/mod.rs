@@ -1,7 +1,7 @@
 //! The cases: one `pub async fn(Fixture)` per guarantee, each on a fresh,
 //! empty store, written against the [`Store`](spool_core::Store) trait only.
 //!
-//! Modules follow the operations of SPEC §3: a case lives with the operation
+//! Modules follow the operations of docs/spec.md §3: a case lives with the operation
 //! whose promise it checks. Cases never depend on exact ids (only that they
 //! are unique and increasing) and judge time only by `store.now()`.
 

@@ -1,4 +1,4 @@
-//! Release and snooze (SPEC §3): giving a task back unrun, now or later,
+//! Release and snooze (docs/spec.md §3): giving a task back unrun, now or later,
 //! without counting the attempt.
 
 use std::time::Duration;

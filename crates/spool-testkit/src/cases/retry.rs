@@ -1,4 +1,4 @@
-//! Retry (SPEC §3): a dead task, or every dead task of a queue, becomes
+//! Retry (docs/spec.md §3): a dead task, or every dead task of a queue, becomes
 //! ready with `attempt = 0`.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Schedules (SPEC §5): stored definitions and the tick guard that makes a
+//! Schedules (docs/spec.md §5): stored definitions and the tick guard that makes a
 //! tick fire once however many schedulers run.
 
 use std::sync::Arc;
@@ -75,7 +75,7 @@ pub async fn schedules_round_trip(fx: Fixture) {
     );
     let mut cron = every("cron", "sched", 1000);
     cron.cadence = Cadence::Cron {
-        expr: "0 * * * *".into(),
+        expr: "0 * * *".into(),
         tz: None,
     };
     expect_code(fx.store.put_schedule(cron).await, "bad_request");

@@ -1,4 +1,4 @@
-//! Queue settings (SPEC §4): put and get, validation, unknown queues, and
+//! Queue settings (docs/spec.md §4): put and get, validation, unknown queues, and
 //! changes that keep every task.
 
 use std::time::Duration;

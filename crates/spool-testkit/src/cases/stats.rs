@@ -1,4 +1,4 @@
-//! Stats (SPEC §3, §7.1): counts per state and per kind, the oldest ready
+//! Stats (docs/spec.md §3, §7.1): counts per state and per kind, the oldest ready
 //! age, the paused flag.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Update (SPEC §3): payload, run_at and priority of a task that is not
+//! Update (docs/spec.md §3): payload, run_at and priority of a task that is not
 //! leased, by id or by key.
 
 use std::time::Duration;

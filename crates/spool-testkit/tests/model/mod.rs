@@ -1,4 +1,4 @@
-//! A reference model of a store: SPEC §3 over plain in-memory maps behind one
+//! A reference model of a store: docs/spec.md §3 over plain in-memory maps behind one
 //! mutex, simple rather than fast and durable nowhere. It exists to check the
 //! suite's own cases before any real store does; it is no store to use.
 

@@ -1,4 +1,4 @@
-//! The model's state machine: SPEC §3 applied to plain maps, one operation at
+//! The model's state machine: docs/spec.md §3 applied to plain maps, one operation at
 //! a time under the caller's lock. Every operation first lets time pass
 //! ([`State::tick`]), so expired leases are settled before anything looks.
 

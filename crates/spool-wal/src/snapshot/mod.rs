@@ -19,7 +19,7 @@ use crate::fs::Fs;
 use crate::layout::{parse_snapshot_name, Layout};
 
 pub use format::MAX_CHUNK_LEN;
-pub(crate) use publish::{publish, Retention};
+pub(crate) use publish::{publish, KeptSegment, Retention};
 pub use reader::SnapshotReader;
 pub use writer::{PendingSnapshot, SnapshotWriter};
 

@@ -35,9 +35,19 @@ pub struct SnapshotWriter {
 pub struct PendingSnapshot {
     pub(crate) tmp: PathBuf,
     pub(crate) start_lsn: u64,
+    /// Seqs of segments that still hold data the caller needs (payloads of
+    /// live tasks), ascending: kept even once no replay needs them.
+    pub(crate) pinned: Vec<u64>,
 }
 
 impl PendingSnapshot {
+    /// Keeps these segments (any order) when the checkpoint reclaims space.
+    pub fn pin_segments(&mut self, mut seqs: Vec<u64>) {
+        seqs.sort_unstable();
+        seqs.dedup();
+        self.pinned = seqs;
+    }
+
     /// The first lsn NOT covered by the checkpoint: replay resumes here.
     pub fn start_lsn(&self) -> u64 {
         self.start_lsn
@@ -60,7 +70,11 @@ impl SnapshotWriter {
         buf.extend_from_slice(&encode_header(start_lsn));
         Ok(SnapshotWriter {
             file,
-            pending: PendingSnapshot { tmp, start_lsn },
+            pending: PendingSnapshot {
+                tmp,
+                start_lsn,
+                pinned: Vec::new(),
+            },
             buf,
             offset: 0,
             chunks: 0,

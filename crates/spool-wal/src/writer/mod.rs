@@ -21,6 +21,8 @@ use tracing::warn;
 use crate::batch::BatchBuffer;
 use crate::error::WalError;
 use crate::fs::FsLock;
+use crate::position::LogPos;
+use crate::reader::SegmentReader;
 use crate::snapshot::PendingSnapshot;
 
 pub(crate) use byte_index::ByteIndex;
@@ -37,6 +39,10 @@ pub struct WalWriter {
     commands: Option<Sender<Command>>,
     thread: Option<JoinHandle<Result<(), WalError>>>,
     shared: Arc<Shared>,
+    /// Where the first batch goes.
+    start: LogPos,
+    segment_size: u64,
+    reader: Arc<SegmentReader>,
     /// The data directory's lock, released after the thread has stopped.
     _lock: Box<dyn FsLock>,
 }
@@ -44,6 +50,11 @@ pub struct WalWriter {
 impl WalWriter {
     pub(crate) fn spawn(state: WalThread, lock: Box<dyn FsLock>) -> Result<WalWriter, WalError> {
         let shared = Arc::clone(&state.shared);
+        let start = LogPos {
+            seq: state.active.seg.seq,
+            offset: state.active.write_pos,
+        };
+        let (segment_size, reader) = (state.segment_size, Arc::clone(&state.reader));
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("spool-wal".into())
@@ -57,8 +68,22 @@ impl WalWriter {
             commands: Some(tx),
             thread: Some(thread),
             shared,
+            start,
+            segment_size,
+            reader,
             _lock: lock,
         })
+    }
+
+    /// Where the first batch goes: batches then follow [`LogPos::place`]
+    /// with this segment size, each right after the previous one.
+    pub fn start_position(&self) -> (LogPos, u64) {
+        (self.start, self.segment_size)
+    }
+
+    /// Reads back what the log wrote.
+    pub fn reader(&self) -> Arc<SegmentReader> {
+        Arc::clone(&self.reader)
     }
 
     /// Queues `batch`. The WAL thread writes it, fdatasyncs, and then calls

@@ -88,10 +88,6 @@ pub(crate) fn start(
 }
 
 impl ActiveSegment {
-    pub(crate) fn has_records(&self) -> bool {
-        self.write_pos > SEGMENT_HEADER_LEN as u64
-    }
-
     /// Bytes that still fit in the allocated space.
     pub(crate) fn room(&self) -> u64 {
         self.seg.allocated.saturating_sub(self.write_pos)

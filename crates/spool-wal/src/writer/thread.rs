@@ -22,9 +22,11 @@ use crate::batch::BatchBuffer;
 use crate::error::{io_err, WalError};
 use crate::fs::Fs;
 use crate::layout::Layout;
+use crate::position::LogPos;
+use crate::reader::SegmentReader;
 use crate::record::MAX_RECORD_LEN;
 use crate::segment::SEGMENT_HEADER_LEN;
-use crate::snapshot::{publish, PendingSnapshot, Retention};
+use crate::snapshot::{publish, KeptSegment, PendingSnapshot, Retention};
 use crate::writer::byte_index::ByteIndex;
 use crate::writer::segment::{preallocate, start, ActiveSegment, SegmentFile};
 use crate::writer::Done;
@@ -63,6 +65,8 @@ pub(crate) struct WalThread {
     /// Preallocation failed since the last rollover: wait for the rollover
     /// to try again rather than retry after every batch.
     pub prealloc_failed: bool,
+    /// Told when a segment is deleted or emptied.
+    pub reader: Arc<SegmentReader>,
 }
 
 impl WalThread {
@@ -110,8 +114,19 @@ impl WalThread {
             });
         }
         let len = batch.byte_len() as u64;
+        let end = LogPos {
+            seq: self.active.seg.seq,
+            offset: self.active.write_pos,
+        };
+        let at = end.place(self.segment_size);
+        if let Some(expected) = batch.placement().filter(|&p| p != at) {
+            return Err(WalError::Misplaced {
+                expected,
+                found: at,
+            });
+        }
         let written = self
-            .make_room(len)
+            .make_room(at, len)
             .and_then(|()| self.active.append(batch.as_bytes()));
         if let Err(e) = written {
             error!(error = %e, "the log failed to write; it accepts no more writes");
@@ -126,14 +141,15 @@ impl WalThread {
         Ok(())
     }
 
-    /// Makes sure `len` more bytes fit in the active segment: a fresh segment
-    /// grows to fit an outsized batch, a used one rolls over.
-    fn make_room(&mut self, len: u64) -> Result<(), WalError> {
-        if self.active.room() >= len {
+    /// Makes sure a batch of `len` bytes can be written at `at`: the next
+    /// segment is started if the rule placed it there, and the allocation
+    /// grows to fit a batch that runs past it.
+    fn make_room(&mut self, at: LogPos, len: u64) -> Result<(), WalError> {
+        if at.seq == self.active.seg.seq {
+            if self.active.room() < len {
+                self.active.grow(len)?;
+            }
             return Ok(());
-        }
-        if !self.active.has_records() {
-            return self.active.grow(len);
         }
         self.active.finish()?;
         let needed = SEGMENT_HEADER_LEN as u64 + len;
@@ -153,9 +169,11 @@ impl WalThread {
             seg.allocated = needed;
         }
         self.active = start(seg, self.next_lsn, self.instance)?;
-        self.retention
-            .segments
-            .push_back((self.next_lsn, self.active.seg.path.clone()));
+        self.retention.segments.push_back(KeptSegment::new(
+            self.next_lsn,
+            self.active.seg.seq,
+            self.active.seg.path.clone(),
+        ));
         self.prealloc_failed = false;
         Ok(())
     }
@@ -181,7 +199,13 @@ impl WalThread {
         if self.poisoned() {
             return Err(WalError::Poisoned);
         }
-        let newest = publish(&*self.fs, &self.layout, &mut self.retention, snap)?;
+        let newest = publish(
+            &*self.fs,
+            &self.layout,
+            &mut self.retention,
+            snap,
+            &self.reader,
+        )?;
         self.bytes.checkpointed(newest);
         self.shared
             .bytes_since_snapshot

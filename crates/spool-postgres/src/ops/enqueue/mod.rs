@@ -30,10 +30,12 @@ mod rows;
 use std::collections::HashMap;
 
 use spool_core::store::MAX_BATCH;
+use spool_core::task::RunAt;
 use spool_core::{EnqueueOutcome, NewTask, QueueName, QueueSettings, StoreError, TaskId, TaskKey};
 
 use crate::db::Db;
 use crate::error::{corrupt, db};
+use crate::floor::Ready;
 use crate::ops::queues::settings_params;
 use crate::sql::Sql;
 use crate::store::Shared;
@@ -46,6 +48,7 @@ impl Shared {
         queue: &QueueName,
         tasks: Vec<NewTask>,
     ) -> Result<Vec<EnqueueOutcome>, StoreError> {
+        let ready = appended(&tasks);
         let client = self.client().await?;
         let out = enqueue_on(
             &client,
@@ -57,10 +60,24 @@ impl Shared {
         )
         .await?;
         if out.iter().any(|o| !o.duplicate) {
-            self.notify(queue.as_str());
+            self.notify(queue.as_str(), ready);
         }
         Ok(out)
     }
+}
+
+/// Where new tasks lie in claim order ([`crate::floor`]): tasks to run now
+/// or later are appended (the later ones are announced again when they
+/// fall due); a task with its own `run_at` may lie anywhere.
+fn appended(tasks: &[NewTask]) -> Ready {
+    if tasks.iter().any(|t| matches!(t.run_at, RunAt::At(_))) {
+        return Ready::Anywhere;
+    }
+    tasks
+        .iter()
+        .map(|t| t.priority)
+        .min()
+        .map_or(Ready::Anywhere, Ready::Appended)
 }
 
 /// Who tells waiting claimers about the new tasks.

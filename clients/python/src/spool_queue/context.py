@@ -1,0 +1,64 @@
+"""What a handler sees: its task, its deadline and a cancellation signal.
+
+The deadline is the handler's timeout, or the task's own lease (a schedule's
+deadline) when that comes first; it is measured on this process's monotonic
+clock from the moment the claim was sent, so it never trusts a comparison of
+two machines' clocks. ``cancelled`` is a ``threading.Event`` so that a sync
+handler in its thread and an async one on the loop can both check it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from .models import JSON, Task
+
+
+@dataclass
+class Context:
+    task: Task
+    deadline_monotonic: float
+    """``time.monotonic()`` at the deadline."""
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    """Set when the run is cut off (deadline, or a shutdown past its grace period)."""
+
+    @property
+    def id(self) -> int:
+        return self.task.id
+
+    @property
+    def queue(self) -> str:
+        return self.task.queue
+
+    @property
+    def kind(self) -> str:
+        return self.task.kind
+
+    @property
+    def key(self) -> str | None:
+        return self.task.key
+
+    @property
+    def attempt(self) -> int:
+        """1 on the first run, 2 on the first retry, and so on."""
+        return self.task.attempt
+
+    @property
+    def max_attempts(self) -> int:
+        return self.task.max_attempts
+
+    @property
+    def payload(self) -> JSON | bytes:
+        return self.task.payload
+
+    def remaining(self) -> float:
+        """Seconds until the deadline; 0 once it has passed."""
+        return max(0.0, self.deadline_monotonic - time.monotonic())
+
+    @property
+    def deadline(self) -> datetime:
+        """The deadline as a UTC time on this machine's clock."""
+        return datetime.now(timezone.utc) + timedelta(seconds=self.remaining())

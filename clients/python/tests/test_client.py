@@ -1,0 +1,146 @@
+"""The client against a real server: round trips, keys, errors, admin calls, schedules."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from conftest import Server
+
+from spool_queue import (
+    AsyncClient,
+    BadRequest,
+    Client,
+    LeaseHeld,
+    LeaseLost,
+    NotFound,
+    TaskSpec,
+)
+
+
+def claim_one(client: Client, queue: str, **kw: float) -> list:  # type: ignore[type-arg]
+    return client.claim(queue, "test", max_tasks=10, **kw)
+
+
+def test_json_and_binary_payloads_round_trip_exactly(client: Client, queue: str) -> None:
+    json_payload = {"n": 2**62, "f": 1.5, "s": "héllo", "l": [None, True, {}], "neg": -(2**63)}
+    binary = bytes(range(256))
+    a = client.enqueue(queue, json_payload)
+    b = client.enqueue(queue, binary)
+    c = client.enqueue(queue)
+    tasks = {t.id: t for t in claim_one(client, queue)}
+    assert tasks[a.id].payload == json_payload
+    assert tasks[b.id].payload == binary
+    assert tasks[c.id].payload is None
+    for t in tasks.values():
+        assert t.lease is not None and t.lease.token
+        client.ack(t.id, t.lease.token)
+    with pytest.raises(NotFound):
+        client.get(a.id)
+
+
+def test_idempotency_key_returns_the_first_task(client: Client, queue: str) -> None:
+    first = client.enqueue(queue, {"v": 1}, key="order-7")
+    second = client.enqueue(queue, {"v": 2}, key="order-7")
+    assert not first.duplicate and second.duplicate and second.id == first.id
+    assert client.get((queue, "order-7")).payload == {"v": 1}
+    client.cancel((queue, "order-7"))
+    with pytest.raises(NotFound):
+        client.get(first.id)
+
+
+def test_batch_enqueue_keeps_request_order(client: Client, queue: str) -> None:
+    results = client.enqueue_many(
+        queue, [TaskSpec({"i": i}, key=f"k{i % 3}", priority=-i) for i in range(5)]
+    )
+    assert [r.duplicate for r in results] == [False, False, False, True, True]
+    assert results[3].id == results[0].id
+
+
+def test_delay_priority_and_settings(client: Client, queue: str) -> None:
+    late = client.enqueue(queue, "late", delay=timedelta(hours=1))
+    assert client.get(late.id).state == "scheduled"
+    low = client.enqueue(queue, "low", priority=5)
+    high = client.enqueue(queue, "high", priority=-5)
+    assert [t.id for t in claim_one(client, queue)] == [high.id, low.id]
+    settings = client.put_queue(queue, lease=2, max_attempts=3)
+    assert settings.lease_ms == 2000 and settings.max_attempts == 3
+    assert client.settings(queue) == settings
+
+
+def test_errors_follow_the_stable_codes(client: Client, queue: str) -> None:
+    with pytest.raises(NotFound) as missing:
+        client.get(10**15)
+    assert missing.value.code == "not_found" and missing.value.status == 404
+    # Its own connection: the server closes a connection after refusing a
+    # path, without saying so, and the next request on it could be lost.
+    with Client(client.url) as fresh, pytest.raises(BadRequest):
+        fresh.enqueue("bad name!", {})
+    client.enqueue(queue, {})
+    [task] = claim_one(client, queue)
+    with pytest.raises(LeaseLost):
+        client.ack(task.id, "not-the-token")
+    with pytest.raises(LeaseHeld):
+        client.update(task.id, priority=3)
+
+
+def test_fail_retry_and_dead(client: Client, queue: str) -> None:
+    client.put_queue(queue, max_attempts=1)
+    enq = client.enqueue(queue, {})
+    [task] = claim_one(client, queue)
+    assert task.lease is not None and task.lease.token is not None
+    dead = client.fail(task.id, task.lease.token, "boom")
+    assert dead.state == "dead" and dead.errors[-1].message == "boom"
+    assert client.tasks(queue, state="dead").tasks[0].id == enq.id
+    assert client.retry(enq.id).state == "ready"
+
+
+def test_pause_resume_and_stats(client: Client, queue: str) -> None:
+    client.enqueue(queue, {})
+    client.pause(queue)
+    assert claim_one(client, queue) == []
+    [stats] = [s for s in client.stats() if s.name == queue]
+    assert stats.paused and stats.counts.ready == 1
+    client.resume(queue)
+    assert len(claim_one(client, queue)) == 1
+
+
+def test_release_restores_the_attempt(client: Client, queue: str) -> None:
+    enq = client.enqueue(queue, {})
+    [task] = claim_one(client, queue)
+    assert task.attempt == 1 and task.lease is not None and task.lease.token is not None
+    client.release(task.id, task.lease.token)
+    again = client.get(enq.id)
+    assert again.state == "ready" and again.attempt == 0
+
+
+def test_schedules(client: Client, queue: str) -> None:
+    name = f"s-{queue}"
+    made = client.put_schedule(name, queue, every=timedelta(seconds=1), payload={"tick": True})
+    assert made.every_ms == 1000 and made.queue == queue
+    assert name in [s.name for s in client.schedules()]
+    # The server fires it; the tick's task lands in the queue within two periods.
+    deadline = datetime.now(timezone.utc) + timedelta(seconds=5)
+    while not claim_one(client, queue):
+        assert datetime.now(timezone.utc) < deadline, "no tick fired"
+    client.delete_schedule(name)
+    assert name not in [s.name for s in client.schedules()]
+    with pytest.raises(BadRequest):
+        client.put_schedule(name, queue, every=0.01)
+    with pytest.raises(ValueError):
+        client.put_schedule(name, queue)
+
+
+def test_async_client(server: Server, queue: str) -> None:
+    async def go() -> None:
+        async with AsyncClient(server.url) as c:
+            enq = await c.enqueue(queue, b"\xff")
+            [task] = await c.claim(queue, "async", wait=1)
+            assert task.id == enq.id and task.payload == b"\xff"
+            assert task.lease is not None and task.lease.token is not None
+            await c.ack(task.id, task.lease.token)
+            with pytest.raises(NotFound):
+                await c.get(enq.id)
+
+    asyncio.run(go())

@@ -1,0 +1,120 @@
+/**
+ * The producer and admin side of Spool: one method per API call, over `fetch`.
+ *
+ * A task is addressed by its id, or by `{ queue, key }` for a live task
+ * enqueued with that idempotency key. Durations are milliseconds (`...Ms`),
+ * times are `Date`s. Every error answer throws the class of its stable code.
+ */
+import { type Enqueued, type Payload, type QueueSettings, type QueueStats, type Schedule, type Task, type TaskPage, type TaskState, type Wire } from "./models.js";
+export declare const DEFAULT_URL = "http://127.0.0.1:7700";
+export interface ClientOptions {
+    /** Default `http://127.0.0.1:7700`. */
+    url?: string;
+    /** Bearer token, when the server was started with one. */
+    token?: string;
+    /** How long a request may take (a claim adds its wait); default 30 s. */
+    timeoutMs?: number;
+}
+/** A task id, or the queue and idempotency key of a live task. */
+export type TaskRef = number | {
+    queue: string;
+    key: string;
+};
+export interface TaskOptions {
+    kind?: string;
+    key?: string;
+    delayMs?: number;
+    runAt?: Date;
+    priority?: number;
+    maxAttempts?: number;
+    /** The task's own lease (its time-to-run): a claim leases it this long. */
+    leaseMs?: number;
+}
+/** One task of a batch for `enqueueMany`. */
+export interface TaskSpec extends TaskOptions {
+    payload?: Payload;
+}
+export interface ClaimOptions {
+    max?: number;
+    leaseMs?: number;
+    waitMs?: number;
+}
+export interface AckResult {
+    id: number;
+    /** 204 done, 404 gone, 409 lease lost. */
+    status: number;
+    code: string | null;
+}
+export interface QueueOptions {
+    leaseMs?: number;
+    maxAttempts?: number;
+    backoffBaseMs?: number;
+    backoffMaxMs?: number;
+    dedupWindowMs?: number;
+    maxPayload?: number;
+}
+export interface ScheduleOptions {
+    queue: string;
+    everyMs?: number;
+    cron?: string;
+    tz?: string;
+    payload?: Payload;
+    kind?: string;
+    deadlineMs?: number;
+}
+export declare class Client {
+    readonly url: string;
+    readonly token: string | undefined;
+    readonly timeoutMs: number;
+    constructor(options?: ClientOptions);
+    /** One request; answers the decoded JSON body (undefined when empty). */
+    request(method: string, path: string, body?: unknown, extraTimeoutMs?: number): Promise<Wire>;
+    /** Create one task; with `key`, a live (or recently done) task with it wins. */
+    enqueue(queue: string, payload?: Payload, options?: TaskOptions): Promise<Enqueued>;
+    /** Create a batch atomically (at most 10,000); results in request order. */
+    enqueueMany(queue: string, tasks: TaskSpec[]): Promise<Enqueued[]>;
+    claim(queue: string, worker: string, options?: ClaimOptions): Promise<Task[]>;
+    ack(id: number, token: string, options?: {
+        rescheduleAt?: Date;
+    }): Promise<void>;
+    ackMany(acks: {
+        id: number;
+        token: string;
+    }[]): Promise<AckResult[]>;
+    fail(id: number, token: string, message: string, options?: {
+        retryAt?: Date;
+        discard?: boolean;
+    }): Promise<Task>;
+    release(id: number, token: string): Promise<void>;
+    extend(id: number, token: string, leaseMs: number): Promise<Task>;
+    snooze(id: number, token: string, runAt: Date): Promise<Task>;
+    get(ref: TaskRef): Promise<Task>;
+    update(ref: TaskRef, changes: {
+        payload?: Payload;
+        runAt?: Date;
+        priority?: number;
+    }): Promise<Task>;
+    cancel(ref: TaskRef): Promise<void>;
+    /** A dead task back to ready, with its attempts reset. */
+    retry(id: number): Promise<Task>;
+    /** Every dead task of a queue back to ready; answers how many. */
+    retryDead(queue: string): Promise<number>;
+    tasks(queue: string, options?: {
+        state?: TaskState;
+        order?: "id" | "attempts_desc";
+        limit?: number;
+        cursor?: string;
+    }): Promise<TaskPage>;
+    stats(): Promise<QueueStats[]>;
+    pause(queue: string): Promise<void>;
+    resume(queue: string): Promise<void>;
+    settings(queue: string): Promise<QueueSettings>;
+    /** Create a queue or change its settings; absent ones keep their values. */
+    putQueue(queue: string, options: QueueOptions): Promise<QueueSettings>;
+    /** Create or replace a schedule: one task per tick, `everyMs` or `cron`. */
+    putSchedule(name: string, options: ScheduleOptions): Promise<Schedule>;
+    deleteSchedule(name: string): Promise<void>;
+    schedules(): Promise<Schedule[]>;
+    /** The server's clock, the only clock tasks are judged by. */
+    time(): Promise<Date>;
+}

@@ -1,0 +1,94 @@
+/**
+ * What the API answers, as typed values, and the conversions to and from the wire.
+ *
+ * Timestamps are `Date`s (the wire carries RFC 3339 with milliseconds). A
+ * payload is the JSON value it was enqueued as, or a `Uint8Array` when it was
+ * enqueued as bytes (the wire's `payload_base64`). JSON integers beyond 2^53
+ * lose precision in JavaScript: carry such numbers as strings or bytes.
+ */
+export type Json = null | boolean | number | string | Json[] | {
+    [key: string]: Json;
+};
+export type Payload = Json | Uint8Array;
+export interface Enqueued {
+    id: number;
+    /** True when the key matched a live or recently completed task: nothing was created. */
+    duplicate: boolean;
+}
+export interface Lease {
+    owner: string;
+    expiresAt: Date;
+    /** Only in a claim's answer. */
+    token?: string;
+}
+export interface TaskError {
+    attempt: number;
+    at: Date;
+    message: string;
+}
+export type TaskState = "scheduled" | "ready" | "leased" | "dead";
+export interface Task {
+    id: number;
+    queue: string;
+    kind: string;
+    payload: Payload;
+    priority: number;
+    runAt: Date;
+    key: string | null;
+    attempt: number;
+    maxAttempts: number;
+    leaseMs: number | null;
+    state: TaskState;
+    lease: Lease | null;
+    errors: TaskError[];
+    createdAt: Date;
+    updatedAt: Date;
+}
+export interface Counts {
+    scheduled: number;
+    ready: number;
+    leased: number;
+    dead: number;
+}
+export interface QueueStats {
+    name: string;
+    paused: boolean;
+    counts: Counts;
+    kinds: Record<string, Counts>;
+    oldestReadyAgeMs: number | null;
+}
+export interface QueueSettings {
+    leaseMs: number;
+    maxAttempts: number;
+    backoffBaseMs: number;
+    backoffMaxMs: number;
+    dedupWindowMs: number;
+    maxPayload: number;
+    paused: boolean;
+}
+export interface Schedule {
+    name: string;
+    queue: string;
+    kind: string | null;
+    payload: Payload;
+    everyMs: number | null;
+    cron: string | null;
+    tz: string | null;
+    deadlineMs: number | null;
+    lastFireAt: Date | null;
+    nextFireAt: Date | null;
+}
+export interface TaskPage {
+    tasks: Task[];
+    nextCursor: string | null;
+}
+export type Wire = any;
+/** A Date for the wire: RFC 3339, UTC, milliseconds (what `toISOString` gives). */
+export declare function formatTime(at: Date): string;
+/** The wire fields for a payload: bytes go as base64, anything else as JSON. */
+export declare function payloadFields(payload: Payload | undefined): Record<string, unknown>;
+export declare function payloadOf(obj: Wire): Payload;
+export declare function taskOf(obj: Wire): Task;
+export declare function statsOf(obj: Wire): QueueStats;
+export declare function settingsOf(obj: Wire): QueueSettings;
+export declare function scheduleOf(obj: Wire): Schedule;

@@ -1,0 +1,100 @@
+/**
+ * The worker runtime: claim tasks, run handlers, ack, fail, extend, shut down cleanly.
+ *
+ * Per queue, one acquisition loop claims batches sized to the free slots (long
+ * polling, so an idle worker makes one request per `pollMs` and picks new work
+ * up at once); each claimed task starts at once, so no claimed task waits in a
+ * buffer while its lease runs.
+ *
+ * Outcomes: a handler that resolves → ack (the acks of concurrent runs go out
+ * together in one batch request); one that throws → fail, and the server
+ * schedules the retry with its backoff; `Retry`/`Discard`/`Snooze` as in
+ * `outcomes`. A run that lives past half its lease has the lease extended in
+ * the background. At the deadline the run's `signal` aborts with
+ * `DeadlineExceeded`, the task fails with "deadline exceeded" and the slot is
+ * freed (JavaScript cannot stop a promise: handlers pass the signal on).
+ *
+ * Shutdown (`stop()`, or SIGINT/SIGTERM while `run()` handles signals): stop
+ * claiming, let running handlers finish within `shutdownGraceMs`, then release
+ * the rest so no attempt is burned. A second stop skips what is left of the
+ * grace period.
+ */
+import type { Client } from "./client.js";
+import type { Payload, Task } from "./models.js";
+/** What a handler sees: its task, its deadline and a cancellation signal. */
+export interface TaskContext {
+    readonly task: Task;
+    readonly id: number;
+    readonly queue: string;
+    readonly kind: string;
+    readonly key: string | null;
+    /** 1 on the first run, 2 on the first retry, and so on. */
+    readonly attempt: number;
+    readonly maxAttempts: number;
+    readonly payload: Payload;
+    /** On this machine's clock. */
+    readonly deadline: Date;
+    /** Milliseconds until the deadline; 0 once it has passed. */
+    remainingMs(): number;
+    /** Aborted when the run is cut off (deadline, or a shutdown past its grace). */
+    readonly signal: AbortSignal;
+}
+export type Handler = (task: TaskContext) => unknown;
+export interface WorkerOptions {
+    /** Runs at once per queue, unless `handle` sets the queue's own; default 10. */
+    concurrency?: number;
+    /** How long a claim leases a task (extended while it runs); default 30 s. */
+    leaseMs?: number;
+    /** How long one claim waits for work (long poll, at most 30 s); default 5 s. */
+    pollMs?: number;
+    /** A handler's deadline unless `handle` sets its own; default 15 minutes. */
+    timeoutMs?: number;
+    /** How long running handlers may finish after a stop; default 30 s. */
+    shutdownGraceMs?: number;
+    workerId?: string;
+}
+export interface HandleOptions {
+    /** Only tasks of this kind (default: every kind without its own handler). */
+    kind?: string;
+    /** This queue's own concurrency limit. */
+    concurrency?: number;
+    timeoutMs?: number;
+}
+export declare class Worker {
+    private readonly client;
+    readonly id: string;
+    private readonly concurrency;
+    private readonly leaseMs;
+    private readonly pollMs;
+    private readonly timeoutMs;
+    private readonly shutdownGraceMs;
+    private readonly queues;
+    private readonly acker;
+    private clockOffsetMs;
+    private stopping;
+    private cut;
+    constructor(client: Client, options?: WorkerOptions);
+    /** Register `fn` for a queue's tasks (only those of `options.kind`, if given). */
+    handle(queue: string, fn: Handler, options?: HandleOptions): this;
+    /** Stop claiming and shut down; a second call releases running tasks at once. */
+    stop(): void;
+    /**
+     * Run until `stop()` (or SIGINT/SIGTERM, unless `handleSignals` is false),
+     * then shut down gracefully; resolves once every task is settled.
+     */
+    run(options?: {
+        handleSignals?: boolean;
+    }): Promise<void>;
+    /** How far the server's clock is from ours: Retry/Snooze delays count on its clock. */
+    private learnClock;
+    private serverTime;
+    private acquire;
+    /** `free` gives the run's slot back; it may be called more than once. */
+    private runOne;
+    private execute;
+    /** Extend the lease each time half of it has passed, until the run ends. */
+    private keepLease;
+    private finish;
+    /** Tell the server how a run ended; if that fails, the lease expires and it runs again. */
+    private report;
+}

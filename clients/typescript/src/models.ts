@@ -1,0 +1,189 @@
+/**
+ * What the API answers, as typed values, and the conversions to and from the wire.
+ *
+ * Timestamps are `Date`s (the wire carries RFC 3339 with milliseconds). A
+ * payload is the JSON value it was enqueued as, or a `Uint8Array` when it was
+ * enqueued as bytes (the wire's `payload_base64`). JSON integers beyond 2^53
+ * lose precision in JavaScript: carry such numbers as strings or bytes.
+ */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type Payload = Json | Uint8Array;
+
+export interface Enqueued {
+  id: number;
+  /** True when the key matched a live or recently completed task: nothing was created. */
+  duplicate: boolean;
+}
+
+export interface Lease {
+  owner: string;
+  expiresAt: Date;
+  /** Only in a claim's answer. */
+  token?: string;
+}
+
+export interface TaskError {
+  attempt: number;
+  at: Date;
+  message: string;
+}
+
+export type TaskState = "scheduled" | "ready" | "leased" | "dead";
+
+export interface Task {
+  id: number;
+  queue: string;
+  kind: string;
+  payload: Payload;
+  priority: number;
+  runAt: Date;
+  key: string | null;
+  attempt: number;
+  maxAttempts: number;
+  leaseMs: number | null;
+  state: TaskState;
+  lease: Lease | null;
+  errors: TaskError[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface Counts {
+  scheduled: number;
+  ready: number;
+  leased: number;
+  dead: number;
+}
+
+export interface QueueStats {
+  name: string;
+  paused: boolean;
+  counts: Counts;
+  kinds: Record<string, Counts>;
+  oldestReadyAgeMs: number | null;
+}
+
+export interface QueueSettings {
+  leaseMs: number;
+  maxAttempts: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  dedupWindowMs: number;
+  maxPayload: number;
+  paused: boolean;
+}
+
+export interface Schedule {
+  name: string;
+  queue: string;
+  kind: string | null;
+  payload: Payload;
+  everyMs: number | null;
+  cron: string | null;
+  tz: string | null;
+  deadlineMs: number | null;
+  lastFireAt: Date | null;
+  nextFireAt: Date | null;
+}
+
+export interface TaskPage {
+  tasks: Task[];
+  nextCursor: string | null;
+}
+
+// The wire's shapes are read leniently: the server's OpenAPI document is the contract.
+export type Wire = any;
+
+/** A Date for the wire: RFC 3339, UTC, milliseconds (what `toISOString` gives). */
+export function formatTime(at: Date): string {
+  return at.toISOString();
+}
+
+function time(text: string): Date {
+  return new Date(text);
+}
+
+function optTime(text: string | null | undefined): Date | null {
+  return text == null ? null : new Date(text);
+}
+
+/** The wire fields for a payload: bytes go as base64, anything else as JSON. */
+export function payloadFields(payload: Payload | undefined): Record<string, unknown> {
+  if (payload instanceof Uint8Array) {
+    return { payload_base64: Buffer.from(payload).toString("base64") };
+  }
+  return payload === undefined ? {} : { payload };
+}
+
+export function payloadOf(obj: Wire): Payload {
+  if (obj.payload_base64 != null) {
+    return new Uint8Array(Buffer.from(obj.payload_base64 as string, "base64"));
+  }
+  return (obj.payload ?? null) as Json;
+}
+
+export function taskOf(obj: Wire): Task {
+  const lease = obj.lease as Wire;
+  return {
+    id: obj.id,
+    queue: obj.queue,
+    kind: obj.kind,
+    payload: payloadOf(obj),
+    priority: obj.priority,
+    runAt: time(obj.run_at),
+    key: obj.key ?? null,
+    attempt: obj.attempt,
+    maxAttempts: obj.max_attempts,
+    leaseMs: obj.lease_ms ?? null,
+    state: obj.state,
+    lease:
+      lease == null
+        ? null
+        : { owner: lease.owner, expiresAt: time(lease.expires_at), token: lease.token ?? undefined },
+    errors: ((obj.errors ?? []) as Wire[]).map((e) => ({
+      attempt: e.attempt,
+      at: time(e.at),
+      message: e.message,
+    })),
+    createdAt: time(obj.created_at),
+    updatedAt: time(obj.updated_at),
+  };
+}
+
+export function statsOf(obj: Wire): QueueStats {
+  return {
+    name: obj.name,
+    paused: obj.paused,
+    counts: obj.counts,
+    kinds: obj.kinds ?? {},
+    oldestReadyAgeMs: obj.oldest_ready_age_ms ?? null,
+  };
+}
+
+export function settingsOf(obj: Wire): QueueSettings {
+  return {
+    leaseMs: obj.lease_ms,
+    maxAttempts: obj.max_attempts,
+    backoffBaseMs: obj.backoff_base_ms,
+    backoffMaxMs: obj.backoff_max_ms,
+    dedupWindowMs: obj.dedup_window_ms,
+    maxPayload: obj.max_payload,
+    paused: obj.paused,
+  };
+}
+
+export function scheduleOf(obj: Wire): Schedule {
+  return {
+    name: obj.name,
+    queue: obj.queue,
+    kind: obj.kind ?? null,
+    payload: payloadOf(obj),
+    everyMs: obj.every_ms ?? null,
+    cron: obj.cron ?? null,
+    tz: obj.tz ?? null,
+    deadlineMs: obj.deadline_ms ?? null,
+    lastFireAt: optTime(obj.last_fire_at),
+    nextFireAt: optTime(obj.next_fire_at),
+  };
+}

@@ -1,0 +1,120 @@
+// The client against a real server: round trips, keys, errors, admin calls, schedules.
+
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { BadRequest, LeaseHeld, LeaseLost, NotFound } from "../src/index.js";
+import { STORES, freshQueue, useServer, waitFor } from "./server.js";
+
+for (const store of STORES) {
+  describe(`client (${store})`, () => {
+    const env = useServer(store);
+
+    it("round-trips JSON and binary payloads exactly", async () => {
+      const q = freshQueue();
+      const json = { n: 2 ** 52, f: 1.5, s: "héllo", l: [null, true, {}] };
+      const bytes = new Uint8Array(256).map((_, i) => i);
+      const a = await env.client.enqueue(q, json);
+      const b = await env.client.enqueue(q, bytes);
+      const c = await env.client.enqueue(q);
+      const tasks = new Map((await env.client.claim(q, "t", { max: 10 })).map((t) => [t.id, t]));
+      assert.deepEqual(tasks.get(a.id)?.payload, json);
+      assert.deepEqual(tasks.get(b.id)?.payload, bytes);
+      assert.equal(tasks.get(c.id)?.payload, null);
+      for (const t of tasks.values()) await env.client.ack(t.id, t.lease?.token ?? "");
+      await assert.rejects(env.client.get(a.id), NotFound);
+    });
+
+    it("returns the first task for a repeated idempotency key", async () => {
+      const q = freshQueue();
+      const first = await env.client.enqueue(q, { v: 1 }, { key: "order-7" });
+      const second = await env.client.enqueue(q, { v: 2 }, { key: "order-7" });
+      assert.equal(first.duplicate, false);
+      assert.equal(second.duplicate, true);
+      assert.equal(second.id, first.id);
+      assert.deepEqual((await env.client.get({ queue: q, key: "order-7" })).payload, { v: 1 });
+      await env.client.cancel({ queue: q, key: "order-7" });
+      await assert.rejects(env.client.get(first.id), NotFound);
+    });
+
+    it("enqueues a batch in request order, with delay and priority", async () => {
+      const q = freshQueue();
+      const results = await env.client.enqueueMany(q, [
+        { payload: 1, key: "a" },
+        { payload: 2, key: "a" },
+        { payload: 3, priority: -5 },
+        { payload: 4, delayMs: 3_600_000 },
+      ]);
+      assert.deepEqual(results.map((r) => r.duplicate), [false, true, false, false]);
+      assert.equal((await env.client.get(results[3]!.id)).state, "scheduled");
+      const claimed = await env.client.claim(q, "t", { max: 10 });
+      assert.deepEqual(claimed.map((t) => t.payload), [3, 1]);
+    });
+
+    it("throws the class of each stable error code", async () => {
+      const q = freshQueue();
+      const missing = await env.client.get(10 ** 15).catch((e: unknown) => e);
+      assert.ok(missing instanceof NotFound);
+      assert.equal(missing.code, "not_found");
+      assert.equal(missing.status, 404);
+      // Refused after the body is read: a request refused by its path closes
+      // the connection without saying so, which could cost the next request.
+      await assert.rejects(env.client.claim(q, "t", { max: 5000 }), BadRequest);
+      await env.client.enqueue(q, {});
+      const [task] = await env.client.claim(q, "t");
+      await assert.rejects(env.client.ack(task!.id, "not-the-token"), LeaseLost);
+      await assert.rejects(env.client.update(task!.id, { priority: 3 }), LeaseHeld);
+    });
+
+    it("fails to dead, lists and retries", async () => {
+      const q = freshQueue();
+      await env.client.putQueue(q, { maxAttempts: 1 });
+      const { id } = await env.client.enqueue(q, {});
+      const [task] = await env.client.claim(q, "t");
+      const dead = await env.client.fail(id, task!.lease!.token!, "boom");
+      assert.equal(dead.state, "dead");
+      assert.equal(dead.errors.at(-1)?.message, "boom");
+      assert.deepEqual((await env.client.tasks(q, { state: "dead" })).tasks.map((t) => t.id), [id]);
+      assert.equal((await env.client.retry(id)).state, "ready");
+    });
+
+    it("pauses, resumes, reports stats and settings", async () => {
+      const q = freshQueue();
+      const settings = await env.client.putQueue(q, { leaseMs: 2000, maxAttempts: 3 });
+      assert.equal(settings.leaseMs, 2000);
+      assert.deepEqual(await env.client.settings(q), settings);
+      await env.client.enqueue(q, {});
+      await env.client.pause(q);
+      assert.deepEqual(await env.client.claim(q, "t"), []);
+      const stats = (await env.client.stats()).find((s) => s.name === q);
+      assert.equal(stats?.paused, true);
+      assert.equal(stats?.counts.ready, 1);
+      await env.client.resume(q);
+      assert.equal((await env.client.claim(q, "t")).length, 1);
+    });
+
+    it("release restores the attempt", async () => {
+      const q = freshQueue();
+      const { id } = await env.client.enqueue(q, {});
+      const [task] = await env.client.claim(q, "t");
+      assert.equal(task!.attempt, 1);
+      await env.client.release(id, task!.lease!.token!);
+      const again = await env.client.get(id);
+      assert.equal(again.state, "ready");
+      assert.equal(again.attempt, 0);
+    });
+
+    it("manages schedules, which the server fires", async () => {
+      const q = freshQueue();
+      const name = `s-${q}`;
+      const made = await env.client.putSchedule(name, { queue: q, everyMs: 1000, payload: { tick: true } });
+      assert.equal(made.everyMs, 1000);
+      assert.ok((await env.client.schedules()).some((s) => s.name === name));
+      await waitFor(async () => (await env.client.claim(q, "t")).length > 0, 5000);
+      await env.client.deleteSchedule(name);
+      assert.ok(!(await env.client.schedules()).some((s) => s.name === name));
+      await assert.rejects(env.client.putSchedule(name, { queue: q, everyMs: 10 }), BadRequest);
+      await assert.rejects(env.client.putSchedule(name, { queue: q }), TypeError);
+    });
+  });
+}

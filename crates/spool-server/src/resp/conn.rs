@@ -1,0 +1,103 @@
+//! One RESP connection: read, decode, run, answer, until the client leaves.
+//!
+//! Back-pressure: while a round of commands runs, nothing more is read, and
+//! a round holds at most `max_pipeline` commands; what the buffer holds is
+//! at most one frame (bounded by [`FrameLimits`]) plus one read. A client
+//! that pipelines faster than the store answers fills its own socket
+//! buffers, not the server's memory.
+//!
+//! Timeouts: a connection with nothing buffered is closed after
+//! `idle_timeout` of silence; one holding part of a command, after
+//! `partial_timeout`, with an error. A malformed frame is answered with a
+//! `BAD_REQUEST` error, after the complete commands before it, and the
+//! connection is closed: nothing of the malformed frame ran.
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::exec::{self, Session};
+use super::frame::{self, FrameLimits};
+use super::reply::{Proto, Reply};
+use super::RespLimits;
+use crate::state::AppState;
+
+/// How much is read at a time (more when a frame is larger).
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Serves one connection until the client closes it, sends `QUIT`, breaks
+/// the protocol, times out or `closing` fires while it is idle.
+pub async fn serve<S>(
+    mut io: S,
+    st: AppState,
+    limits: RespLimits,
+    mut session: Session,
+    mut closing: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let frames = FrameLimits {
+        max_bulk: st.config().max_body,
+        ..limits.frame
+    };
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out = BytesMut::with_capacity(READ_CHUNK);
+    loop {
+        let mut round = Vec::new();
+        let mut broken = None;
+        while round.len() < limits.max_pipeline {
+            match frame::parse(&buf, &frames) {
+                Ok(Some(f)) => {
+                    let args = frame::take(&mut buf, &f);
+                    if !args.is_empty() {
+                        round.push(args);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    broken = Some(e);
+                    break;
+                }
+            }
+        }
+        if !round.is_empty() {
+            exec::round(&st, &mut session, round, &mut out).await;
+            io.write_all(&out).await?;
+            out.clear();
+            if session.quit {
+                return io.shutdown().await;
+            }
+            continue;
+        }
+        if let Some(e) = broken {
+            return refuse(&mut io, session.proto, &format!("protocol error: {e}")).await;
+        }
+        let (limit, partial) = if buf.is_empty() {
+            (limits.idle_timeout, false)
+        } else {
+            (limits.partial_timeout, true)
+        };
+        buf.reserve(READ_CHUNK);
+        let read = tokio::select! {
+            r = tokio::time::timeout(limit, io.read_buf(&mut buf)) => r,
+            _ = closing.changed(), if !partial => return io.shutdown().await,
+        };
+        match read {
+            Ok(Ok(0)) => return Ok(()),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) if partial => {
+                return refuse(&mut io, session.proto, "timed out inside a command").await
+            }
+            Err(_) => return io.shutdown().await,
+        }
+    }
+}
+
+/// Answers a last error and closes.
+async fn refuse<S: AsyncWrite + Unpin>(io: &mut S, proto: Proto, why: &str) -> std::io::Result<()> {
+    let mut out = BytesMut::new();
+    Reply::bad_request(why).encode(proto, &mut out);
+    io.write_all(&out).await?;
+    io.shutdown().await
+}
