@@ -22,9 +22,10 @@ use hdrhistogram::Histogram;
 use spool_core::{ClaimRequest, LeaseToken, NewTask, Payload, QueueName, Store, TaskId};
 use spool_engine::{Engine, EngineConfig};
 
-/// The allocator `spool serve` runs with, so memory figures match it.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+/// The allocator `spool serve` runs with, set up as it sets it up, so
+/// memory figures match it.
+#[path = "../src/allocator.rs"]
+mod allocator;
 
 /// Enqueue batches in flight at once while filling.
 const PRODUCERS: usize = 8;
@@ -115,6 +116,7 @@ async fn claim_latency(
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    allocator::return_freed_memory_at_once();
     let a = Args::parse();
     let tmp;
     let dir = match &a.dir {

@@ -5,6 +5,7 @@
 //! only dispatches, and turns an error into a message and exit status 1. A new command is a new
 //! variant in [`cli::Command`] and a new module.
 
+mod allocator;
 mod bench;
 mod check;
 mod cli;
@@ -19,13 +20,8 @@ use clap::Parser;
 
 use crate::cli::{Cli, Command};
 
-/// mimalloc instead of glibc's malloc: under many concurrent requests
-/// glibc's arenas spent ~30% of the server's CPU in malloc, free and
-/// chunk consolidation (profile in docs/BENCHMARKS.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
+    allocator::return_freed_memory_at_once();
     let cli = Cli::parse();
     logging::init(cli.command.default_log_filter());
     let outcome = match cli.command {
