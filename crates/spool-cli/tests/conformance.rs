@@ -16,10 +16,15 @@ async fn fresh() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     // Starting the child blocks on reading its log; keep that off the runtime.
     let data = dir.path().join("data");
-    let server = tokio::task::spawn_blocking(move || TestServer::start(&data))
-        .await
-        .unwrap()
-        .unwrap();
+    // The cases fire schedule ticks themselves; a scheduler in the server
+    // would fire them first.
+    let server = tokio::task::spawn_blocking(move || {
+        let data = data.to_str().unwrap().to_owned();
+        TestServer::start_with(&["--data", &data, "--no-scheduler"])
+    })
+    .await
+    .unwrap()
+    .unwrap();
     let remote = RemoteStore::new(server.base.clone(), None).unwrap();
     // The server is dropped (SIGKILLed) before its data directory goes.
     Fixture::new(Arc::new(remote), TimeControl::Real).keep((server, dir))

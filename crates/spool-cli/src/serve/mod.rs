@@ -126,6 +126,11 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     pub strict_queues: bool,
 
+    /// Do not fire schedules here: for a node that only serves the API
+    /// while other processes on the same store run the schedulers.
+    #[arg(long)]
+    pub no_scheduler: bool,
+
     /// Certificate chain (PEM) for HTTPS; needs --tls-key.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -204,9 +209,12 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("listening on {scheme}://{addr}");
         // The server fires the schedules it keeps (docs/spec.md §5); other
         // processes may run schedulers too: the store fires each tick once.
-        let scheduler = Scheduler::new(store.clone())
-            .start()
-            .context("cannot start the scheduler")?;
+        let scheduler = if args.no_scheduler {
+            None
+        } else {
+            let s = Scheduler::new(store.clone()).start();
+            Some(s.context("cannot start the scheduler")?)
+        };
         let resp_listener = match resp {
             None => None,
             Some(addr) => {
@@ -244,7 +252,9 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         let served = tokio::try_join!(http, resp)
             .map(|_| ())
             .context("the server failed");
-        scheduler.stop().await;
+        if let Some(scheduler) = scheduler {
+            scheduler.stop().await;
+        }
         served
     })?;
     // The runtime goes first; the engine, dropped last, then flushes its
