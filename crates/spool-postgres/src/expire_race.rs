@@ -116,8 +116,8 @@ async fn check(schema: String) {
     // The lease runs out; the sweeper reads it as expired.
     tokio::time::sleep((lease + Duration::from_millis(100)).saturating_sub(claimed_at.elapsed()))
         .await;
-    let shared = &store.shared;
-    let expired = shared
+    let backend = &store.backend;
+    let expired = backend
         .read_expired(None, crate::sweep::ALL_LEASES)
         .await
         .unwrap();
@@ -130,7 +130,7 @@ async fn check(schema: String) {
         .unwrap()
         .expect("the heartbeat was answered");
     assert_eq!(extended.state, TaskState::Leased);
-    let written = shared.write_expired(&expired).await.unwrap();
+    let written = backend.write_expired(&expired).await.unwrap();
 
     assert_eq!(
         written, 0,

@@ -16,8 +16,8 @@
 //! `Store::now` asks the database.
 //!
 //! Map, following the data path: `config` → `store` (the handle, connect,
-//! background tasks) → `ops` (the operations, one file per group;
-//! `ops::claim_lock` is the global-lock claim strategy) → `db` (running a
+//! background tasks) → `ops` (the operations, one file per group, methods
+//! of `backend`, what every operation works with; `ops::claim_lock` is the global-lock claim strategy) → `db` (running a
 //! statement) with the SQL in `sql/*.sql` rendered by `sql`;
 //! `row` reads task rows and derives what they show; `values` converts
 //! column values; `wake` is the LISTEN side of wake-ups and `notifier` the
@@ -30,6 +30,7 @@
 //!
 //! What it is not: a cache, or a queue that trusts the client's clock.
 
+mod backend;
 mod config;
 mod db;
 mod error;

@@ -33,9 +33,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::backend::Backend;
 use crate::error;
 use crate::floor::Ready;
-use crate::store::Shared;
 
 /// Shortest time between the starts of two rounds of NOTIFYs: the most a
 /// claimer waiting in another process hears of new work late while work
@@ -81,29 +81,29 @@ impl Notifier {
 }
 
 /// The sender: runs until the store's background tasks are aborted.
-pub(crate) async fn run(shared: Arc<Shared>) {
+pub(crate) async fn run(backend: Arc<Backend>) {
     let mut last_round: Option<Instant> = None;
     loop {
-        shared.notifier.kick.notified().await;
+        backend.notifier.kick.notified().await;
         if let Some(last) = last_round {
             tokio::time::sleep_until(last + MIN_GAP).await;
         }
-        let queues = shared.notifier.take();
+        let queues = backend.notifier.take();
         if queues.is_empty() {
             continue;
         }
         last_round = Some(Instant::now());
-        if let Err(e) = send(&shared, &queues).await {
+        if let Err(e) = send(&backend, &queues).await {
             tracing::warn!(error = %e, "could not notify waiting claimers; they will poll");
             tokio::time::sleep(RETRY).await;
         }
     }
 }
 
-async fn send(shared: &Shared, queues: &[String]) -> Result<(), spool_core::StoreError> {
-    let client = shared.client().await?;
+async fn send(backend: &Backend, queues: &[String]) -> Result<(), spool_core::StoreError> {
+    let client = backend.client().await?;
     client
-        .batch_execute(&round(&shared.channel, queues))
+        .batch_execute(&round(&backend.channel, queues))
         .await
         .map_err(error::db)
 }

@@ -5,7 +5,8 @@
 //! ([`crate::wake`]), the sweeper ([`crate::sweep`]), the notifier
 //! ([`crate::notifier`]) and the vacuum ([`crate::vacuum`]). They stop when the
 //! last clone of the handle is dropped. The operations themselves live in
-//! [`crate::ops`], one file per group, as methods of [`Shared`].
+//! [`crate::ops`], one file per group, as methods of
+//! [`crate::backend::Backend`].
 
 use std::fmt;
 use std::sync::atomic::AtomicU64;
@@ -21,9 +22,10 @@ use spool_core::{
 };
 use tokio::task::JoinHandle;
 
+use crate::backend::Backend;
 use crate::config::PgConfig;
-use crate::error::{self, PgError};
-use crate::floor::{Floors, Ready};
+use crate::error::PgError;
+use crate::floor::Floors;
 use crate::migrate;
 use crate::notifier::{self, Notifier};
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
@@ -32,39 +34,6 @@ use crate::sweep;
 use crate::tls;
 use crate::vacuum;
 use crate::wake::{self, Wakeups};
-
-/// What every operation needs: the pool, the statements, the settings and
-/// this process's waiters.
-pub(crate) struct Shared {
-    pub(crate) pool: Pool,
-    pub(crate) sql: Sql,
-    pub(crate) config: PgConfig,
-    /// The schema's LISTEN/NOTIFY channel.
-    pub(crate) channel: String,
-    pub(crate) wakeups: Arc<Wakeups>,
-    /// Where this process's claims start ([`crate::floor`]).
-    pub(crate) floors: Arc<Floors>,
-    pub(crate) notifier: Notifier,
-    /// Tasks this process claimed since it last vacuumed ([`crate::vacuum`]).
-    pub(crate) claimed_since_vacuum: AtomicU64,
-}
-
-impl Shared {
-    /// A pooled connection, or `unavailable` after `acquire_timeout`.
-    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
-        self.pool.get().await.map_err(error::pool)
-    }
-
-    /// Wakes claimers waiting on `queue` and lowers claim floors for what
-    /// became `ready`: here at once, elsewhere through a NOTIFY the
-    /// notifier sends soon, coalesced with others. Call it after the change
-    /// it announces has committed.
-    pub(crate) fn notify(&self, queue: &str, ready: Ready) {
-        self.floors.lower(queue, ready);
-        self.wakeups.wake(queue);
-        self.notifier.request(queue, ready);
-    }
-}
 
 /// Aborts the background tasks when the last handle goes.
 struct Background(Vec<JoinHandle<()>>);
@@ -80,15 +49,15 @@ impl Drop for Background {
 /// Spool's PostgreSQL store. Cheap to clone; clones share the pool.
 #[derive(Clone)]
 pub struct PgStore {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) backend: Arc<Backend>,
     _background: Arc<Background>,
 }
 
 impl fmt::Debug for PgStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgStore")
-            .field("schema", &self.shared.config.schema)
-            .field("pool", &self.shared.pool.status())
+            .field("schema", &self.backend.config.schema)
+            .field("pool", &self.backend.pool.status())
             .finish()
     }
 }
@@ -155,7 +124,7 @@ impl PgStore {
                 .map_err(|e| PgError::Connect(e.to_string()))?;
             migrate::run(&mut client, &schema).await?;
         }
-        let shared = Arc::new(Shared {
+        let backend = Arc::new(Backend {
             pool,
             sql: Sql::new(&schema),
             config,
@@ -169,14 +138,14 @@ impl PgStore {
             pg,
             tls,
             schema.channel(),
-            shared.wakeups.clone(),
-            shared.floors.clone(),
+            backend.wakeups.clone(),
+            backend.floors.clone(),
         ));
-        let sweeper = tokio::spawn(sweep::run(shared.clone()));
-        let notifier = tokio::spawn(notifier::run(shared.clone()));
-        let vacuum = tokio::spawn(vacuum::run(shared.clone()));
+        let sweeper = tokio::spawn(sweep::run(backend.clone()));
+        let notifier = tokio::spawn(notifier::run(backend.clone()));
+        let vacuum = tokio::spawn(vacuum::run(backend.clone()));
         Ok(PgStore {
-            shared,
+            backend,
             _background: Arc::new(Background(vec![listener, sweeper, notifier, vacuum])),
         })
     }
@@ -197,7 +166,7 @@ impl PgStore {
         queue: &QueueName,
         tasks: Vec<NewTask>,
     ) -> Result<Vec<EnqueueOutcome>, StoreError> {
-        let s = &self.shared;
+        let s = &self.backend;
         enqueue_on(
             tx,
             &s.sql,
@@ -211,7 +180,7 @@ impl PgStore {
 
     /// The schema this store keeps its tables in.
     pub fn schema(&self) -> &str {
-        &self.shared.config.schema
+        &self.backend.config.schema
     }
 }
 
@@ -222,11 +191,11 @@ impl Store for PgStore {
         queue: &QueueName,
         tasks: Vec<NewTask>,
     ) -> Result<Vec<EnqueueOutcome>, StoreError> {
-        self.shared.enqueue(queue, tasks).await
+        self.backend.enqueue(queue, tasks).await
     }
 
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Task>, StoreError> {
-        self.shared.claim(req).await
+        self.backend.claim(req).await
     }
 
     async fn ack(
@@ -235,14 +204,14 @@ impl Store for PgStore {
         token: LeaseToken,
         reschedule_at: Option<Timestamp>,
     ) -> Result<(), StoreError> {
-        self.shared.ack(id, token, reschedule_at).await
+        self.backend.ack(id, token, reschedule_at).await
     }
 
     async fn ack_many(
         &self,
         acks: Vec<(TaskId, LeaseToken)>,
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-        self.shared.ack_many(&acks).await
+        self.backend.ack_many(&acks).await
     }
 
     async fn fail(
@@ -251,11 +220,11 @@ impl Store for PgStore {
         token: LeaseToken,
         req: FailRequest,
     ) -> Result<Task, StoreError> {
-        self.shared.fail(id, token, req).await
+        self.backend.fail(id, token, req).await
     }
 
     async fn release(&self, id: TaskId, token: LeaseToken) -> Result<(), StoreError> {
-        self.shared
+        self.backend
             .give_back(id, token, None, None)
             .await
             .map(|_| ())
@@ -267,7 +236,7 @@ impl Store for PgStore {
         token: LeaseToken,
         run_at: Timestamp,
     ) -> Result<Task, StoreError> {
-        self.shared.give_back(id, token, Some(run_at), None).await
+        self.backend.give_back(id, token, Some(run_at), None).await
     }
 
     async fn extend(
@@ -276,35 +245,35 @@ impl Store for PgStore {
         token: LeaseToken,
         lease: Duration,
     ) -> Result<Task, StoreError> {
-        self.shared.extend(id, token, lease).await
+        self.backend.extend(id, token, lease).await
     }
 
     async fn update(&self, task: TaskRef, patch: TaskPatch) -> Result<Task, StoreError> {
-        self.shared.update(task, patch).await
+        self.backend.update(task, patch).await
     }
 
     async fn cancel(&self, task: TaskRef) -> Result<(), StoreError> {
-        self.shared.cancel(task).await
+        self.backend.cancel(task).await
     }
 
     async fn get(&self, task: TaskRef) -> Result<Task, StoreError> {
-        self.shared.get(task).await
+        self.backend.get(task).await
     }
 
     async fn retry(&self, id: TaskId) -> Result<Task, StoreError> {
-        self.shared.retry(id).await
+        self.backend.retry(id).await
     }
 
     async fn retry_dead(&self, queue: &QueueName) -> Result<u64, StoreError> {
-        self.shared.retry_dead(queue).await
+        self.backend.retry_dead(queue).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<TaskPage, StoreError> {
-        self.shared.list(req).await
+        self.backend.list(req).await
     }
 
     async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
-        self.shared.stats().await
+        self.backend.stats().await
     }
 
     async fn put_queue(
@@ -312,35 +281,35 @@ impl Store for PgStore {
         queue: &QueueName,
         settings: QueueSettings,
     ) -> Result<QueueSettings, StoreError> {
-        self.shared.put_queue(queue, settings).await
+        self.backend.put_queue(queue, settings).await
     }
 
     async fn get_queue(&self, queue: &QueueName) -> Result<QueueSettings, StoreError> {
-        self.shared.get_queue(queue).await.map(|(_, s)| s)
+        self.backend.get_queue(queue).await.map(|(_, s)| s)
     }
 
     async fn set_paused(&self, queue: &QueueName, paused: bool) -> Result<(), StoreError> {
-        self.shared.set_paused(queue, paused).await
+        self.backend.set_paused(queue, paused).await
     }
 
     async fn now(&self) -> Result<Timestamp, StoreError> {
-        self.shared.now().await
+        self.backend.now().await
     }
 
     async fn put_schedule(&self, spec: ScheduleSpec) -> Result<Schedule, StoreError> {
-        self.shared.put_schedule(spec).await
+        self.backend.put_schedule(spec).await
     }
 
     async fn list_schedules(&self) -> Result<Vec<Schedule>, StoreError> {
-        self.shared.list_schedules().await
+        self.backend.list_schedules().await
     }
 
     async fn delete_schedule(&self, name: &Kind) -> Result<(), StoreError> {
-        self.shared.delete_schedule(name).await
+        self.backend.delete_schedule(name).await
     }
 
     fn schedule_changes(&self) -> Option<tokio::sync::watch::Receiver<()>> {
-        Some(self.shared.wakeups.schedule_changes())
+        Some(self.backend.wakeups.schedule_changes())
     }
 
     async fn fire_schedule(
@@ -348,6 +317,6 @@ impl Store for PgStore {
         name: &Kind,
         tick: Timestamp,
     ) -> Result<Option<EnqueueOutcome>, StoreError> {
-        self.shared.fire_schedule(name, tick).await
+        self.backend.fire_schedule(name, tick).await
     }
 }

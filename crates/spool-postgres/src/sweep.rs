@@ -25,11 +25,11 @@ use tokio::time::Instant;
 
 use spool_core::StoreError;
 
+use crate::backend::Backend;
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::row::{errors_json, read_errors, Expiry};
-use crate::store::Shared;
 use crate::values::{time, timestamp};
 
 /// Most expired leases written down per queue and call; most due tasks
@@ -50,8 +50,8 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(1);
 pub(crate) const ALL_LEASES: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Sweeps until the store is dropped (the task is aborted then).
-pub(crate) async fn run(shared: Arc<Shared>) {
-    let interval = shared.config.sweep_interval;
+pub(crate) async fn run(backend: Arc<Backend>) {
+    let interval = backend.config.sweep_interval;
     let mut pause = interval;
     // When the last pass that looked over everything, and the last
     // complete pass, started.
@@ -69,7 +69,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 ALL_LEASES
             }
         };
-        match shared.sweep(purge, window).await {
+        match backend.sweep(purge, window).await {
             Ok(all_read) => {
                 pause = interval;
                 complete = all_read.then_some(started);
@@ -84,7 +84,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
 }
 
-impl Shared {
+impl Backend {
     /// One tick, expiring leases that ended within `window`; answers
     /// whether it wrote down every expired lease it looked for (no queue
     /// had more than a batch).
@@ -119,7 +119,7 @@ impl Shared {
     }
 
     /// Leases that have expired, in one queue or all, with what each
-    /// becomes ([`Expiry`]). Read without locks: [`Shared::write_expired`]
+    /// becomes ([`Expiry`]). Read without locks: [`Backend::write_expired`]
     /// writes only leases still as read.
     pub(crate) async fn read_expired(
         &self,
@@ -155,7 +155,7 @@ impl Shared {
             .collect()
     }
 
-    /// Writes down the leases [`Shared::read_expired`] found, those whose
+    /// Writes down the leases [`Backend::read_expired`] found, those whose
     /// lease is still the one read (same token, same end, passed), and
     /// wakes the queues of tasks that became ready; returns how many.
     pub(crate) async fn write_expired(

@@ -27,25 +27,25 @@ use std::time::Duration;
 
 use spool_core::StoreError;
 
+use crate::backend::Backend;
 use crate::error::{corrupt, db};
-use crate::store::Shared;
 
 /// How often the count of claims is looked at.
 const CHECK_EVERY: Duration = Duration::from_millis(250);
 
 /// Vacuums when due, until the store is dropped (the task is aborted then).
-pub(crate) async fn run(shared: Arc<Shared>) {
-    let after = shared.config.vacuum_after_claims;
+pub(crate) async fn run(backend: Arc<Backend>) {
+    let after = backend.config.vacuum_after_claims;
     if after == 0 {
         return;
     }
     loop {
         tokio::time::sleep(CHECK_EVERY).await;
-        if shared.claimed_since_vacuum.load(Ordering::Relaxed) < after {
+        if backend.claimed_since_vacuum.load(Ordering::Relaxed) < after {
             continue;
         }
-        shared.claimed_since_vacuum.store(0, Ordering::Relaxed);
-        match shared.vacuum().await {
+        backend.claimed_since_vacuum.store(0, Ordering::Relaxed);
+        match backend.vacuum().await {
             Ok(true) => tracing::debug!("vacuumed the task table"),
             Ok(false) => tracing::debug!("another process is vacuuming the task table"),
             Err(e) => tracing::warn!(error = %e, "vacuum of the task table failed"),
@@ -53,7 +53,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
 }
 
-impl Shared {
+impl Backend {
     /// Vacuums the task table unless another process is at it; whether it
     /// did.
     async fn vacuum(&self) -> Result<bool, StoreError> {

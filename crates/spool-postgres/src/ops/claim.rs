@@ -18,12 +18,12 @@ use spool_core::{ClaimRequest, StoreError, Task};
 use tokio::time::Instant;
 use tokio_postgres::Row;
 
+use crate::backend::Backend;
 use crate::config::ClaimStrategy;
 use crate::db::{Db, Params};
 use crate::error::{corrupt, db};
 use crate::floor::Key;
 use crate::row::StoredTask;
-use crate::store::Shared;
 use crate::values::millis;
 
 /// One fresh token per task that may be claimed, drawn from a CSPRNG: a
@@ -66,7 +66,7 @@ fn last_claimed(rows: &[Row]) -> Result<Option<(Key, SystemTime)>, StoreError> {
     Ok(Some(((priority, run_at), now)))
 }
 
-impl Shared {
+impl Backend {
     pub(crate) async fn claim(&self, req: ClaimRequest) -> Result<Vec<Task>, StoreError> {
         req.validate()?;
         let lease_ms = req.lease.map(|l| millis("lease_ms", l)).transpose()?;

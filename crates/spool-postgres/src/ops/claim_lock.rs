@@ -16,9 +16,9 @@ use spool_core::StoreError;
 use tokio::time::Instant;
 use tokio_postgres::Row;
 
+use crate::backend::Backend;
 use crate::db::{Db, Params};
 use crate::error::{corrupt, db};
-use crate::store::Shared;
 
 /// The first pause after losing the lock, and the longest: a holder's
 /// statement takes a few milliseconds to tens of milliseconds (a batch of
@@ -26,7 +26,7 @@ use crate::store::Shared;
 const BACKOFF_MIN: Duration = Duration::from_millis(2);
 const BACKOFF_MAX: Duration = Duration::from_millis(32);
 
-impl Shared {
+impl Backend {
     /// Runs the claim under the queue's lock, backing off while another
     /// claimer holds it, for at most `acquire_timeout`. Answers the
     /// statement's rows, of which those with an `n` are claimed tasks.

@@ -10,14 +10,14 @@ use spool_core::{
 };
 use tokio_postgres::types::ToSql;
 
+use crate::backend::Backend;
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::row::{errors_json, StoredTask};
-use crate::store::Shared;
 use crate::values::{self, time};
 
-impl Shared {
+impl Backend {
     /// The id of the task `task` names, if it lives.
     pub(crate) async fn resolve(&self, task: &TaskRef) -> Result<i64, StoreError> {
         match task {

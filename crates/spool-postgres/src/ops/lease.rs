@@ -4,7 +4,7 @@
 //! Each is a conditional write on (id, token, lease still valid): the row
 //! changes only for the current holder. When the write matches nothing, a
 //! second look tells `lease_lost` (the task lives) from `not_found`.
-//! Ack is the hot path: [`Shared::ack_many`] is one statement per batch.
+//! Ack is the hot path: [`Backend::ack_many`] is one statement per batch.
 
 use std::time::Duration;
 
@@ -14,11 +14,11 @@ use spool_core::{
 };
 use tokio_postgres::Row;
 
+use crate::backend::Backend;
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::row::{errors_json, StoredTask};
-use crate::store::Shared;
 use crate::values::{self, duration, millis, time};
 
 /// The task a statement answered, as shown.
@@ -28,7 +28,7 @@ fn one_task(rows: &[Row]) -> Result<Option<Task>, StoreError> {
         .transpose()
 }
 
-impl Shared {
+impl Backend {
     /// Why a write for the holder of `id`'s lease matched nothing.
     pub(crate) async fn refused(&self, id: TaskId) -> StoreError {
         let exists = async {

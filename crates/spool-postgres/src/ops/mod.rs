@@ -1,5 +1,5 @@
 //! The Store operations, grouped as docs/spec.md §3 groups them. Each file adds
-//! methods to [`crate::store::Shared`].
+//! methods to [`crate::backend::Backend`].
 
 pub(crate) mod claim;
 pub(crate) mod claim_lock;

@@ -4,10 +4,10 @@ use spool_core::{QueueName, QueueSettings, StoreError, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+use crate::backend::Backend;
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
-use crate::store::Shared;
 use crate::values::{duration, millis, timestamp};
 
 /// A queue row's values, in the column order of `put_queue.sql` and
@@ -81,7 +81,7 @@ fn settings_from(row: &Row) -> Result<QueueSettings, StoreError> {
     })
 }
 
-impl Shared {
+impl Backend {
     pub(crate) async fn put_queue(
         &self,
         queue: &QueueName,

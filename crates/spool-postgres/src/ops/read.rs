@@ -15,10 +15,10 @@ use spool_core::{
 };
 use tokio_postgres::types::ToSql;
 
+use crate::backend::Backend;
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::row::StoredTask;
-use crate::store::Shared;
 
 /// Where a list page resumes: the opaque cursor string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +51,7 @@ impl Cursor {
     }
 }
 
-impl Shared {
+impl Backend {
     pub(crate) async fn get(&self, task: TaskRef) -> Result<Task, StoreError> {
         let id = self.resolve(&task).await?;
         let client = self.client().await?;

@@ -20,11 +20,11 @@ use spool_core::{
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+use crate::backend::Backend;
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
-use crate::store::Shared;
 use crate::values::{duration, millis, timestamp};
 use crate::wake::SCHEDULES;
 
@@ -75,7 +75,7 @@ fn schedule_from(row: &Row) -> Result<Schedule, StoreError> {
     })
 }
 
-impl Shared {
+impl Backend {
     pub(crate) async fn put_schedule(&self, spec: ScheduleSpec) -> Result<Schedule, StoreError> {
         spec.validate()?;
         let settings = match self.get_queue(&spec.queue).await {

@@ -33,16 +33,16 @@ use spool_core::store::MAX_BATCH;
 use spool_core::task::RunAt;
 use spool_core::{EnqueueOutcome, NewTask, QueueName, QueueSettings, StoreError, TaskId, TaskKey};
 
+use crate::backend::Backend;
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::ops::queues::settings_params;
 use crate::sql::Sql;
-use crate::store::Shared;
 use keyless::{enqueue_keyless, enqueue_one};
 use rows::{Limits, Rows};
 
-impl Shared {
+impl Backend {
     pub(crate) async fn enqueue(
         &self,
         queue: &QueueName,
@@ -86,7 +86,7 @@ pub(crate) enum NotifyIn {
     /// The enqueue statement itself: for a caller's transaction, whose
     /// commit we never see.
     Statement,
-    /// The caller, once the enqueue has committed ([`Shared::notify`]).
+    /// The caller, once the enqueue has committed ([`Backend::notify`]).
     Later,
 }
 
