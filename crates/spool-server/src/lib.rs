@@ -48,8 +48,7 @@ mod wire;
 
 pub use config::{ServerConfig, TlsConfig};
 pub use error::ApiError;
-pub use openapi::openapi;
 pub use resp::{run_resp, RespLimits};
-pub use router::router;
+pub use router::{openapi, router};
 pub use serve::{run, ServeError};
 pub use state::AppState;

@@ -1,9 +1,8 @@
-//! The OpenAPI document, generated from the handlers' annotations and the
-//! route list in [`crate::api::routes`], so it describes what the router
-//! really serves. Error answers common to every operation (auth, limits,
-//! store down) are added here rather than repeated on each handler.
-
-use std::sync::OnceLock;
+//! The OpenAPI document, made from the handlers' annotations as the
+//! router collected them from [`crate::api::routes`] (the router hands
+//! them in), so it describes what the router really serves. Error answers
+//! common to every operation (auth, limits, store down) are added here
+//! rather than repeated on each handler.
 
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -34,18 +33,13 @@ use crate::error::{ErrorBody, ErrorDetail};
 )]
 struct ApiDoc;
 
-/// The document, built once.
-pub fn openapi() -> Doc {
-    static DOC: OnceLock<Doc> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let (_, routes_doc) = crate::api::routes().split_for_parts();
-        let mut doc = ApiDoc::openapi();
-        doc.merge(routes_doc);
-        add_security_scheme(&mut doc);
-        add_common_errors(&mut doc);
-        doc
-    })
-    .clone()
+/// The whole document, from what the routes' annotations describe.
+pub(crate) fn document(routes: Doc) -> Doc {
+    let mut doc = ApiDoc::openapi();
+    doc.merge(routes);
+    add_security_scheme(&mut doc);
+    add_common_errors(&mut doc);
+    doc
 }
 
 fn add_security_scheme(doc: &mut Doc) {

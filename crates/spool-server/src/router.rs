@@ -8,7 +8,7 @@
 //! auth 401; [`crate::limits::gate`]) → body limit while reading (413) →
 //! handler.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, Uri};
@@ -16,8 +16,10 @@ use axum::middleware::{from_fn, from_fn_with_state};
 use axum::{Extension, Router};
 use tokio::sync::Semaphore;
 
+use crate::api::ApiDocument;
 use crate::error::ApiError;
 use crate::limits::{BodyLimit, Gate, HeaderLimits};
+use crate::openapi::document;
 use crate::state::AppState;
 use crate::{admin, api, limits, metrics, observe, unread};
 
@@ -30,6 +32,7 @@ pub fn router(state: AppState) -> Router {
     let (routes, _) = api::routes().split_for_parts();
     routes
         .merge(admin::routes())
+        .layer(Extension(ApiDocument(Arc::new(openapi()))))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(Extension(BodyLimit(config.max_body)))
@@ -50,6 +53,13 @@ pub fn router(state: AppState) -> Router {
         .layer(from_fn(observe::observe))
         .layer(from_fn(unread::keep_alive))
         .with_state(state)
+}
+
+/// The OpenAPI document of [`router`]'s API, built once.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
+    DOC.get_or_init(|| document(api::routes().split_for_parts().1))
+        .clone()
 }
 
 /// Paths echoed in messages are cut, so a hostile 64 KiB path is not

@@ -15,6 +15,7 @@ mod queues;
 mod schedules;
 mod settings;
 mod system;
+pub(crate) use system::ApiDocument;
 mod tasks;
 pub(crate) mod token;
 

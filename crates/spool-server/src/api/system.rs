@@ -1,12 +1,13 @@
 //! Endpoints about the server itself: liveness, the store's clock, metrics,
 //! the OpenAPI document and the admin page's overview.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Serialize;
 use spool_core::StoreError;
 use utoipa::ToSchema;
@@ -95,6 +96,11 @@ pub async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
         .into_response())
 }
 
+/// The OpenAPI document the router serves, handed to [`openapi`] by the
+/// router, which made it from the routes.
+#[derive(Clone)]
+pub(crate) struct ApiDocument(pub(crate) Arc<utoipa::openapi::OpenApi>);
+
 /// This document.
 #[utoipa::path(
     get,
@@ -102,8 +108,9 @@ pub async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
     tag = "system",
     responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json", body = Object))
 )]
-pub async fn openapi() -> Result<Response, ApiError> {
-    let text = crate::openapi::openapi()
+pub async fn openapi(Extension(doc): Extension<ApiDocument>) -> Result<Response, ApiError> {
+    let text = doc
+        .0
         .to_json()
         .map_err(|e| ApiError::Store(StoreError::Internal(e.to_string())))?;
     Ok(([(CONTENT_TYPE, "application/json")], text).into_response())
