@@ -12,6 +12,7 @@
 
 mod commands;
 mod compact;
+mod room;
 mod waiters;
 
 use std::collections::VecDeque;
@@ -98,6 +99,8 @@ pub(crate) struct Core {
     in_flight: bool,
     poisoned: Option<String>,
     poison_flag: Arc<AtomicBool>,
+    /// When the core may next ask the WAL thread to reserve space again.
+    reserve_retry_at: Instant,
     waiters: Waiters,
     pub(crate) checkpoint: Option<CheckpointJob>,
     pub(crate) notices_tx: flume::Sender<Notice>,
@@ -154,6 +157,7 @@ impl Core {
             in_flight: false,
             poisoned: None,
             poison_flag,
+            reserve_retry_at: Instant::now(),
             waiters: Waiters::default(),
             checkpoint: None,
             notices_tx,
@@ -181,7 +185,7 @@ impl Core {
                     self.run_job(job);
                     for job in jobs.try_iter().take(DRAIN_LIMIT) {
                         self.run_job(job);
-                        if self.open_bytes() > MAX_BATCH_BYTES {
+                        if self.open_bytes() > MAX_BATCH_BYTES || self.must_wait_for_flight() {
                             break;
                         }
                     }
@@ -200,7 +204,8 @@ impl Core {
 
     fn wait(&self, jobs: &flume::Receiver<Job>) -> Event {
         let timeout = self.next_wakeup();
-        let backpressure = self.in_flight && self.open_bytes() > MAX_OPEN_BATCH_BYTES;
+        let backpressure = (self.in_flight && self.open_bytes() > MAX_OPEN_BATCH_BYTES)
+            || self.must_wait_for_flight();
         let select = flume::Selector::new().recv(&self.notices, |n| match n {
             Ok(n) => Event::Notice(n),
             Err(_) => Event::Idle,
@@ -255,6 +260,7 @@ impl Core {
             return;
         }
         self.catch_up();
+        self.retry_reserve();
         let now = self.last_now;
         for queue in &mut self.state.queues {
             queue.keys.sweep(now);
