@@ -1,5 +1,5 @@
 //! The engine on a full disk (FaultyFs's ENOSPC past a capacity): at a
-//! segment rollover and at open. Nothing
+//! segment rollover, at open, and while writing a checkpoint. Nothing
 //! acknowledged is lost, and the engine writes again once space is freed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -143,4 +143,61 @@ async fn opens_on_a_full_disk_after_a_clean_close() {
 #[tokio::test]
 async fn opens_on_a_full_disk_after_power_loss() {
     opens_on_a_full_disk(true).await;
+}
+
+fn snapshots(fs: &FaultyFs) -> Vec<String> {
+    let mut names = fs.list(Path::new("/data/snap")).unwrap();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_failed_checkpoint_removes_its_temp_file_and_backs_off() {
+    let fs = FaultyFs::new(3);
+    let mut cfg = config(&fs);
+    cfg.checkpoint_bytes = 4 * 1024;
+    cfg.checkpoint_backoff_min = Duration::from_secs(3);
+    let engine = Engine::open(cfg).unwrap();
+    for i in 0..10 {
+        engine.enqueue(&q(), vec![task(i)]).await.unwrap();
+    }
+    engine.checkpoint().await.unwrap();
+    let published = snapshots(&fs);
+    fs.set_capacity(Some(fs.used_bytes()));
+    let err = engine.checkpoint().await.unwrap_err();
+    let failed_at = Instant::now();
+    assert!(err.to_string().contains("checkpoint"), "{err}");
+    assert_eq!(
+        snapshots(&fs),
+        published,
+        "the failed checkpoint left its file"
+    );
+
+    // Space is back and the log keeps growing past checkpoint_bytes, yet no
+    // checkpoint starts before the backoff has passed.
+    fs.set_capacity(None);
+    let mut i = 100;
+    while failed_at.elapsed() < Duration::from_secs(1) {
+        engine.enqueue(&q(), vec![task(i)]).await.unwrap();
+        i += 1;
+        assert_eq!(
+            snapshots(&fs),
+            published,
+            "a checkpoint was retried at once after a failure"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while snapshots(&fs)
+        .iter()
+        .all(|n| published.contains(n) || !n.ends_with(".snap"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the checkpoint was never retried"
+        );
+        engine.enqueue(&q(), vec![task(i)]).await.unwrap();
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -24,6 +24,7 @@ use spool_core::{Clock, StoreError, Timestamp};
 use spool_wal::{BatchBuffer, LogPos, SegmentReader, WalWriter};
 use tokio::sync::oneshot;
 
+use crate::backoff::Backoff;
 use crate::checkpoint::CheckpointJob;
 use crate::ops::{Op, Span};
 use crate::state::{PayloadRef, State};
@@ -64,6 +65,8 @@ pub(crate) enum Notice {
 pub(crate) struct CoreSettings {
     pub strict_queues: bool,
     pub checkpoint_bytes: u64,
+    /// The shortest and longest wait after a failed checkpoint.
+    pub checkpoint_backoff: (Duration, Duration),
     pub dir: std::path::PathBuf,
     pub fs: Arc<dyn spool_wal::Fs>,
 }
@@ -103,6 +106,7 @@ pub(crate) struct Core {
     reserve_retry_at: Instant,
     waiters: Waiters,
     pub(crate) checkpoint: Option<CheckpointJob>,
+    pub(crate) checkpoint_backoff: Backoff,
     pub(crate) notices_tx: flume::Sender<Notice>,
     notices: flume::Receiver<Notice>,
 }
@@ -136,6 +140,7 @@ impl Core {
         let (notices_tx, notices) = flume::unbounded();
         let (log_end, segment_size) = wal.start_position();
         let payloads = wal.reader();
+        let (backoff_min, backoff_max) = settings.checkpoint_backoff;
         Core {
             state,
             clock,
@@ -160,6 +165,7 @@ impl Core {
             reserve_retry_at: Instant::now(),
             waiters: Waiters::default(),
             checkpoint: None,
+            checkpoint_backoff: Backoff::new(backoff_min, backoff_max),
             notices_tx,
             notices,
         }
