@@ -13,6 +13,7 @@
 //! added since the previous chunk.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use spool_core::{
     ErrorRecord, Kind, QueueName, Schedule, StoreError, TaskKey, TaskState, Timestamp,
@@ -351,17 +352,20 @@ impl Core {
         found.into_iter().map(|(seq, _)| seq).collect()
     }
 
-    /// Starts a checkpoint when enough log has accumulated since the last.
+    /// Starts a checkpoint when enough log has accumulated since the last,
+    /// unless the last one failed too recently (`backoff.rs`).
     pub(crate) fn maybe_start_checkpoint(&mut self) {
         if self.checkpoint.is_none()
             && self.wal.bytes_since_snapshot() >= self.settings.checkpoint_bytes
+            && self.checkpoint_backoff.ready(Instant::now())
         {
             self.start_checkpoint(None);
         }
     }
 
     /// Starts a checkpoint now (or joins the running one); `reply` hears
-    /// when it is published.
+    /// when it is published. An explicit request does not wait out the
+    /// backoff after a failure; its outcome counts like any other.
     pub(crate) fn start_checkpoint(
         &mut self,
         reply: Option<oneshot::Sender<Result<(), StoreError>>>,
@@ -381,7 +385,8 @@ impl Core {
             match SnapshotWriter::create(self.settings.fs.clone(), &self.settings.dir, start_lsn) {
                 Ok(w) => w,
                 Err(e) => {
-                    tracing::error!(error = %e, "cannot start a checkpoint");
+                    let retry_in = self.checkpoint_backoff.failed(Instant::now());
+                    tracing::error!(error = %e, ?retry_in, "cannot start a checkpoint");
                     if let Some(r) = reply {
                         let _ =
                             r.send(Err(StoreError::Internal(format!("checkpoint failed: {e}"))));
@@ -552,6 +557,7 @@ impl Core {
     pub(crate) fn checkpoint_published(&mut self, result: Result<(), String>) {
         match result {
             Ok(()) => {
+                self.checkpoint_backoff.succeeded();
                 if let Some(job) = self.checkpoint.take() {
                     tracing::info!(end_lsn = job.end_lsn, "checkpoint published");
                     for w in job.waiting {
@@ -564,9 +570,11 @@ impl Core {
     }
 
     /// A failed checkpoint loses nothing (the log still has everything);
-    /// it is abandoned and tried again later.
+    /// it is abandoned (dropping its writer removes the file) and tried
+    /// again after the backoff.
     fn checkpoint_failed(&mut self, why: String) {
-        tracing::error!(error = %why, "checkpoint failed");
+        let retry_in = self.checkpoint_backoff.failed(Instant::now());
+        tracing::error!(error = %why, ?retry_in, "checkpoint failed");
         if let Some(job) = self.checkpoint.take() {
             for w in job.waiting {
                 let _ = w.send(Err(StoreError::Internal(format!(

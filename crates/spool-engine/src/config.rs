@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use spool_core::{Clock, SystemClock};
 use spool_wal::{Fs, RecoveryMode, StdFs};
@@ -21,6 +22,10 @@ pub struct EngineConfig {
     pub segment_size: u64,
     /// Take a checkpoint once this much log has been written since the last.
     pub checkpoint_bytes: u64,
+    /// After a failed checkpoint the next one waits this long, doubling
+    /// with each failure in a row up to `checkpoint_backoff_max`.
+    pub checkpoint_backoff_min: Duration,
+    pub checkpoint_backoff_max: Duration,
     /// What to do on damage to acknowledged data: refuse to start (Strict),
     /// or drop everything from the damage on (Force).
     pub recovery: RecoveryMode,
@@ -37,6 +42,8 @@ impl EngineConfig {
             strict_queues: false,
             segment_size: 64 * 1024 * 1024,
             checkpoint_bytes: 512 * 1024 * 1024,
+            checkpoint_backoff_min: Duration::from_secs(1),
+            checkpoint_backoff_max: Duration::from_secs(300),
             recovery: RecoveryMode::Strict,
             intake: 8192,
         }

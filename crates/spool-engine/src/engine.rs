@@ -82,6 +82,7 @@ impl Engine {
             CoreSettings {
                 strict_queues: config.strict_queues,
                 checkpoint_bytes: config.checkpoint_bytes,
+                checkpoint_backoff: (config.checkpoint_backoff_min, config.checkpoint_backoff_max),
                 dir: config.dir.clone(),
                 fs: config.fs.clone(),
             },

@@ -16,6 +16,7 @@
 //!
 //! What it is not: a cache. Every acknowledged change is on disk.
 
+mod backoff;
 mod check;
 mod checkpoint;
 mod codec;

@@ -5,12 +5,13 @@
 //! 1. delete unused trailing segments and, under Force, every segment from
 //!    the damage on;
 //! 2. truncate the newest kept segment to its valid records (a torn tail or
-//!    preallocated zeros), fsync — it will no longer be the newest, and
-//!    older segments must end exactly at their last record;
+//!    preallocated zeros), fsync — writing resumes right after them, and no
+//!    byte of a torn batch may remain for a later scan to mistake for a
+//!    record;
 //! 3. set damaged checkpoints aside as `*.snap.corrupt`, delete unpublished
 //!    `*.snap.tmp`.
 //!
-//! The caller then starts a new segment.
+//! The caller then resumes the newest segment.
 
 use std::io;
 

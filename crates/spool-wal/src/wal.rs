@@ -1,8 +1,8 @@
 //! [`Wal`]: an opened data directory, before writing starts.
 //!
 //! Lifecycle: `open` (lock, META, segment chain) → `latest_snapshot` →
-//! `replay` from the checkpoint's start lsn → `start_writer` (repairs, new
-//! segment, WAL thread). Nothing on disk changes before `start_writer`
+//! `replay` from the checkpoint's start lsn → `start_writer` (repairs, the
+//! newest segment resumed, WAL thread). Nothing on disk changes before `start_writer`
 //! except creating a missing directory and META; a read-only `Wal` never
 //! changes anything and takes no lock.
 
@@ -21,8 +21,9 @@ use crate::reader::SegmentReader;
 use crate::record::RecordRef;
 use crate::repair::repair;
 use crate::replay::{replay, LogEnd, ReplaySummary};
+use crate::segment::SEGMENT_HEADER_LEN;
 use crate::snapshot::{self, KeptSegment, Retention, SnapshotReader};
-use crate::writer::segment::{preallocate, start};
+use crate::writer::segment::{preallocate, resume, start, SegmentFile};
 use crate::writer::{ByteIndex, Shared, WalThread, WalWriter};
 
 /// An opened, locked (unless read-only) data directory.
@@ -146,8 +147,11 @@ impl Wal {
     }
 
     /// Repairs what replay found (torn tail truncated, dropped segments
-    /// deleted, damaged checkpoints set aside), starts a new segment at the
-    /// log's next lsn and spawns the WAL thread. Without a prior `replay`,
+    /// deleted, damaged checkpoints set aside), continues the newest segment
+    /// at the log's next lsn (a new log starts segment 1) and spawns the WAL
+    /// thread. No new file of full size is needed, so a full disk whose data
+    /// is intact opens: the WAL thread then tries to reserve space, and until
+    /// it can the engine refuses writes. Without a prior `replay`,
     /// scans the newest segment to find the end.
     pub fn start_writer(mut self) -> Result<WalWriter, WalError> {
         let lock = self.lock.take().ok_or(WalError::ReadOnly)?;
@@ -183,14 +187,23 @@ impl Wal {
                 .map(|s| KeptSegment::new(s.header.first_lsn, s.header.seq, s.path.clone()))
                 .collect(),
         };
-        let seq = self.catalog.segments[..kept]
-            .last()
-            .map_or(1, |s| s.header.seq + 1);
-        let seg = preallocate(fs, layout, seq, self.cfg.segment_size)?;
-        let active = start(seg, end.next_lsn, self.instance)?;
-        retention
-            .segments
-            .push_back(KeptSegment::new(end.next_lsn, seq, active.seg.path.clone()));
+        let active = match self.catalog.segments[..kept].last() {
+            Some(newest) => {
+                let end = end.keep.map_or(0, |(_, len)| len);
+                resume(fs, newest.header.seq, newest.path.clone(), end)?
+            }
+            None => {
+                let seg = preallocate_or_header_only(fs, layout, 1, self.cfg.segment_size)?;
+                let active = start(seg, end.next_lsn, self.instance)?;
+                retention.segments.push_back(KeptSegment::new(
+                    end.next_lsn,
+                    1,
+                    active.seg.path.clone(),
+                ));
+                active
+            }
+        };
+        let seq = active.seg.seq;
         info!(
             dir = %layout.root().display(),
             next_lsn = end.next_lsn,
@@ -223,4 +236,16 @@ impl Wal {
         };
         WalWriter::spawn(state, lock)
     }
+}
+
+/// A new log's first segment, preallocated; on a disk too full for that,
+/// just its header (the reserve grows it once there is room).
+fn preallocate_or_header_only(
+    fs: &dyn Fs,
+    layout: &Layout,
+    seq: u64,
+    len: u64,
+) -> Result<SegmentFile, WalError> {
+    preallocate(fs, layout, seq, len)
+        .or_else(|_| preallocate(fs, layout, seq, SEGMENT_HEADER_LEN as u64))
 }

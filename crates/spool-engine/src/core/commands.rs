@@ -40,6 +40,7 @@ impl Core {
         tasks: Vec<NewTask>,
     ) -> Result<Vec<EnqueueOutcome>, StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         if tasks.is_empty() {
             return Err(StoreError::bad_request("a batch needs at least one task"));
         }
@@ -139,7 +140,11 @@ impl Core {
 
     /// Claims now, or parks the request as a long poll.
     pub(crate) fn claim(&mut self, req: ClaimRequest, reply: ClaimReply) {
-        if let Err(e) = self.refuse_if_poisoned().and_then(|()| req.validate()) {
+        let admitted = self
+            .refuse_if_poisoned()
+            .and_then(|()| req.validate())
+            .and_then(|()| self.refuse_if_full());
+        if let Err(e) = admitted {
             self.respond(Err(e), reply);
             return;
         }
@@ -206,6 +211,7 @@ impl Core {
     /// Checks that the task's lease under `token` is still valid now.
     fn valid_lease(&mut self, id: TaskId, token: LeaseToken) -> Result<(), StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         let now = self.now();
         self.valid_lease_at(id, token, now)
     }
@@ -268,6 +274,7 @@ impl Core {
         acks: Vec<(TaskId, LeaseToken)>,
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         let now = self.now();
         let mut ids = Vec::with_capacity(acks.len());
         let results = acks
@@ -376,6 +383,7 @@ impl Core {
         patch: TaskPatch,
     ) -> Result<TaskView, StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         let id = self.state.find(&task)?;
         let (state, q) = match self.state.tasks.get(id) {
             Some(e) => (e.state, e.queue()),
@@ -400,6 +408,7 @@ impl Core {
 
     pub(crate) fn cancel(&mut self, task: TaskRef) -> Result<(), StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         let id = self.state.find(&task)?;
         let now = self.now();
         self.commit(Op::Delete { now, ids: vec![id] });
@@ -414,6 +423,7 @@ impl Core {
 
     pub(crate) fn retry(&mut self, id: TaskId) -> Result<TaskView, StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         let state = self.state.tasks.get(id.0).map(|e| e.state);
         if state.is_none() {
             return Err(StoreError::NotFound);
@@ -433,6 +443,7 @@ impl Core {
 
     pub(crate) fn retry_dead(&mut self, queue: &QueueName) -> Result<u64, StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         let q = self
             .state
             .queue_of(queue)
@@ -479,6 +490,7 @@ impl Core {
         settings: QueueSettings,
     ) -> Result<QueueSettings, StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         settings.validate()?;
         self.state.admit(queue, [])?;
         self.commit(Op::PutQueue {
@@ -508,6 +520,10 @@ impl Core {
     /// Expired leases: ready again (the attempt was counted at claim), or
     /// dead on the last attempt, with "lease expired" recorded.
     pub(super) fn expire_leases(&mut self, now: Timestamp) {
+        if !self.can_write() {
+            // Logged once there is room; reads derive the state meanwhile.
+            return;
+        }
         let ids = self.state.expired_leases(now, super::EXPIRY_SLICE);
         if ids.is_empty() {
             return;
@@ -537,6 +553,9 @@ impl Core {
 
     /// Hands newly ready tasks to parked long polls, oldest waiter first.
     pub(super) fn serve_waiters(&mut self) {
+        if !self.can_write() {
+            return;
+        }
         for q in std::mem::take(&mut self.state.woken) {
             self.state.queue_mut(q).woken = false;
             let name = self.state.queue(q).name.clone();
@@ -564,6 +583,7 @@ impl Core {
 impl Core {
     pub(crate) fn put_schedule(&mut self, spec: ScheduleSpec) -> Result<Schedule, StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         spec.validate()?;
         let q = self.state.queue_of(&spec.queue);
         if q.is_none() && self.settings.strict_queues {
@@ -595,6 +615,7 @@ impl Core {
 
     pub(crate) fn delete_schedule(&mut self, name: &Kind) -> Result<(), StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         if !self.state.schedules.contains_key(name) {
             return Err(StoreError::NotFound);
         }
@@ -610,6 +631,7 @@ impl Core {
         tick: Timestamp,
     ) -> Result<Option<EnqueueOutcome>, StoreError> {
         self.refuse_if_poisoned()?;
+        self.refuse_if_full()?;
         let now = self.now();
         let schedule = self.state.schedules.get(name).ok_or(StoreError::NotFound)?;
         if schedule.last_fire_at.is_some_and(|last| last >= tick) {

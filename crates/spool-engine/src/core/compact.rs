@@ -31,7 +31,8 @@ impl Core {
 
     /// Moves one slice of the queued payloads.
     pub(crate) fn compact_step(&mut self) {
-        if self.pending_moves.is_empty() || self.refuse_if_poisoned().is_err() {
+        if self.pending_moves.is_empty() || self.refuse_if_poisoned().is_err() || !self.can_write()
+        {
             return;
         }
         let mut moves = Vec::new();

@@ -12,6 +12,7 @@
 
 mod commands;
 mod compact;
+mod room;
 mod waiters;
 
 use std::collections::VecDeque;
@@ -23,6 +24,7 @@ use spool_core::{Clock, StoreError, Timestamp};
 use spool_wal::{BatchBuffer, LogPos, SegmentReader, WalWriter};
 use tokio::sync::oneshot;
 
+use crate::backoff::Backoff;
 use crate::checkpoint::CheckpointJob;
 use crate::ops::{Op, Span};
 use crate::state::{PayloadRef, State};
@@ -63,6 +65,8 @@ pub(crate) enum Notice {
 pub(crate) struct CoreSettings {
     pub strict_queues: bool,
     pub checkpoint_bytes: u64,
+    /// The shortest and longest wait after a failed checkpoint.
+    pub checkpoint_backoff: (Duration, Duration),
     pub dir: std::path::PathBuf,
     pub fs: Arc<dyn spool_wal::Fs>,
 }
@@ -98,8 +102,11 @@ pub(crate) struct Core {
     in_flight: bool,
     poisoned: Option<String>,
     poison_flag: Arc<AtomicBool>,
+    /// When the core may next ask the WAL thread to reserve space again.
+    reserve_retry_at: Instant,
     waiters: Waiters,
     pub(crate) checkpoint: Option<CheckpointJob>,
+    pub(crate) checkpoint_backoff: Backoff,
     pub(crate) notices_tx: flume::Sender<Notice>,
     notices: flume::Receiver<Notice>,
 }
@@ -133,6 +140,7 @@ impl Core {
         let (notices_tx, notices) = flume::unbounded();
         let (log_end, segment_size) = wal.start_position();
         let payloads = wal.reader();
+        let (backoff_min, backoff_max) = settings.checkpoint_backoff;
         Core {
             state,
             clock,
@@ -154,8 +162,10 @@ impl Core {
             in_flight: false,
             poisoned: None,
             poison_flag,
+            reserve_retry_at: Instant::now(),
             waiters: Waiters::default(),
             checkpoint: None,
+            checkpoint_backoff: Backoff::new(backoff_min, backoff_max),
             notices_tx,
             notices,
         }
@@ -181,7 +191,7 @@ impl Core {
                     self.run_job(job);
                     for job in jobs.try_iter().take(DRAIN_LIMIT) {
                         self.run_job(job);
-                        if self.open_bytes() > MAX_BATCH_BYTES {
+                        if self.open_bytes() > MAX_BATCH_BYTES || self.must_wait_for_flight() {
                             break;
                         }
                     }
@@ -200,7 +210,8 @@ impl Core {
 
     fn wait(&self, jobs: &flume::Receiver<Job>) -> Event {
         let timeout = self.next_wakeup();
-        let backpressure = self.in_flight && self.open_bytes() > MAX_OPEN_BATCH_BYTES;
+        let backpressure = (self.in_flight && self.open_bytes() > MAX_OPEN_BATCH_BYTES)
+            || self.must_wait_for_flight();
         let select = flume::Selector::new().recv(&self.notices, |n| match n {
             Ok(n) => Event::Notice(n),
             Err(_) => Event::Idle,
@@ -255,6 +266,7 @@ impl Core {
             return;
         }
         self.catch_up();
+        self.retry_reserve();
         let now = self.last_now;
         for queue in &mut self.state.queues {
             queue.keys.sweep(now);

@@ -15,7 +15,10 @@
 //! - a create, rename or remove is durable only after `sync_dir` of its
 //!   parent; directories themselves are always durable (a simplification);
 //! - after `crash()` every handle and lock from before is dead: handles fail
-//!   with EIO, locks are free.
+//!   with EIO, locks are free;
+//! - space is what the named files hold: removing a file frees its bytes at
+//!   once (a simplification: a real disk frees them when the last handle to
+//!   the unlinked file closes).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
@@ -199,6 +202,12 @@ impl FaultyFs {
         lock_state(&self.state).capacity = bytes;
     }
 
+    /// Bytes the named files hold now: what [`FaultyFs::set_capacity`]
+    /// compares against.
+    pub fn used_bytes(&self) -> u64 {
+        lock_state(&self.state).total_bytes()
+    }
+
     /// Flips one bit of a file in place, durably: damage at rest, for
     /// corruption tests.
     pub fn flip_bit(&self, path: &Path, offset: u64, bit: u8) -> io::Result<()> {
@@ -300,7 +309,12 @@ fn kept_ranges(write: Unsynced, mode: CrashMode, rng: &mut StdRng) -> Vec<(usize
 
 impl State {
     fn total_bytes(&self) -> u64 {
-        self.nodes.values().map(|n| n.data.len() as u64).sum()
+        let named: HashSet<u64> = self.names.values().copied().collect();
+        named
+            .iter()
+            .filter_map(|ino| self.nodes.get(ino))
+            .map(|n| n.data.len() as u64)
+            .sum()
     }
 
     /// ENOSPC if growing file `ino` to `new_len` would pass the capacity.

@@ -6,12 +6,18 @@
 //! deleting what the new checkpoint makes unnecessary) happens on the WAL
 //! thread via [`crate::WalWriter::submit_snapshot`], after every batch
 //! submitted before it is durable.
+//!
+//! A writer dropped before `finish` succeeded (a failed write, a full disk,
+//! an abandoned checkpoint) removes its tmp file at once: left behind, it
+//! would hold space on a disk that may already be full until the next open.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use tracing::warn;
+
 use crate::error::{io_err, WalError};
-use crate::fs::{Fs, FsFile};
+use crate::fs::{remove_if_present, Fs, FsFile};
 use crate::layout::Layout;
 use crate::snapshot::format::{chunk_header, encode_footer, encode_header, MAX_CHUNK_LEN};
 
@@ -21,7 +27,10 @@ const FLUSH_AT: usize = 1024 * 1024;
 /// A checkpoint being written.
 #[derive(Debug)]
 pub struct SnapshotWriter {
+    fs: Arc<dyn Fs>,
     file: Box<dyn FsFile>,
+    /// Cleared once `finish` hands the file over for publishing.
+    remove_on_drop: bool,
     pending: PendingSnapshot,
     buf: Vec<u8>,
     /// File offset where `buf` starts.
@@ -69,7 +78,9 @@ impl SnapshotWriter {
         let mut buf = Vec::with_capacity(FLUSH_AT);
         buf.extend_from_slice(&encode_header(start_lsn));
         Ok(SnapshotWriter {
+            fs,
             file,
+            remove_on_drop: true,
             pending: PendingSnapshot {
                 tmp,
                 start_lsn,
@@ -115,7 +126,12 @@ impl SnapshotWriter {
         self.file
             .sync_data()
             .map_err(io_err("fdatasync", &self.pending.tmp))?;
-        Ok(self.pending)
+        self.remove_on_drop = false;
+        Ok(PendingSnapshot {
+            tmp: self.pending.tmp.clone(),
+            start_lsn: self.pending.start_lsn,
+            pinned: std::mem::take(&mut self.pending.pinned),
+        })
     }
 
     fn flush(&mut self) -> Result<(), WalError> {
@@ -132,5 +148,18 @@ impl SnapshotWriter {
             .map_err(io_err("write", &self.pending.tmp))?;
         self.offset += bytes.len() as u64;
         Ok(())
+    }
+}
+
+impl Drop for SnapshotWriter {
+    fn drop(&mut self) {
+        if !self.remove_on_drop {
+            return;
+        }
+        let tmp = &self.pending.tmp;
+        if let Err(e) = remove_if_present(&*self.fs, tmp) {
+            // Opening removes it at the latest (`repair`).
+            warn!(error = %e, "cannot remove an unfinished checkpoint");
+        }
     }
 }

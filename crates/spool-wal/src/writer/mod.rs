@@ -8,6 +8,7 @@
 //! `WalError::WriterGone`.
 
 mod byte_index;
+mod reserve;
 pub(crate) mod segment;
 mod thread;
 
@@ -48,7 +49,13 @@ pub struct WalWriter {
 }
 
 impl WalWriter {
-    pub(crate) fn spawn(state: WalThread, lock: Box<dyn FsLock>) -> Result<WalWriter, WalError> {
+    pub(crate) fn spawn(
+        mut state: WalThread,
+        lock: Box<dyn FsLock>,
+    ) -> Result<WalWriter, WalError> {
+        // Before the first batch, so the engine never mistakes a reserve
+        // not yet made for a full disk.
+        state.ensure_reserve();
         let shared = Arc::clone(&state.shared);
         let start = LogPos {
             seq: state.active.seg.seq,
@@ -110,6 +117,19 @@ impl WalWriter {
             .pop()
     }
 
+    /// Whether the WAL thread holds its reserve of disk space (the next
+    /// segment, preallocated). Without it a write may find the disk full
+    /// half-way, so the engine refuses writes until this is true again.
+    pub fn has_reserve(&self) -> bool {
+        self.shared.reserved.load(Ordering::Acquire)
+    }
+
+    /// Asks the WAL thread to try again to reserve space (after
+    /// [`WalWriter::has_reserve`] said false: space may have been freed).
+    pub fn retry_reserve(&self) {
+        self.send(Command::Reserve);
+    }
+
     /// Whether a write or sync failed; if so nothing more will be written.
     pub fn is_poisoned(&self) -> bool {
         self.shared.poisoned.load(Ordering::Acquire)
@@ -137,6 +157,7 @@ impl WalWriter {
                 Command::Batch(_, done) | Command::Snapshot(_, done) => {
                     done(Err(WalError::WriterGone))
                 }
+                Command::Reserve => {}
             }
         }
     }

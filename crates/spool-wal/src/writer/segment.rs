@@ -1,5 +1,6 @@
 //! Segment files on the write side: creating one preallocated, starting it
-//! (header written and synced before any record), and finishing it.
+//! (header written and synced before any record), resuming the newest one
+//! at open, and finishing it.
 //!
 //! Invariants:
 //! - a created segment's directory entry and size are durable before it is
@@ -64,6 +65,27 @@ pub(crate) fn preallocate(
     })
 }
 
+/// Continues the existing segment `seq` at `path`, whose records end at
+/// `end`, the file's length (recovery cut it there): opening on a full disk
+/// then needs no new file.
+pub(crate) fn resume(
+    fs: &dyn Fs,
+    seq: u64,
+    path: PathBuf,
+    end: u64,
+) -> Result<ActiveSegment, WalError> {
+    let file = fs.open(&path).map_err(io_err("open", &path))?;
+    Ok(ActiveSegment {
+        seg: SegmentFile {
+            seq,
+            path,
+            file,
+            allocated: end,
+        },
+        write_pos: end,
+    })
+}
+
 /// Writes and syncs the header of `seg`, whose first record will be `first_lsn`.
 pub(crate) fn start(
     seg: SegmentFile,
@@ -101,6 +123,19 @@ impl ActiveSegment {
             .allocate(needed)
             .map_err(io_err("fallocate", &self.seg.path))?;
         self.seg.allocated = self.seg.allocated.max(needed);
+        Ok(())
+    }
+
+    /// Allocates the file to `len` bytes and makes the size durable, as
+    /// [`preallocate`] does for a new segment.
+    pub(crate) fn allocate_to(&mut self, len: u64) -> Result<(), WalError> {
+        let path = &self.seg.path;
+        self.seg
+            .file
+            .allocate(len)
+            .map_err(io_err("fallocate", path))?;
+        self.seg.file.sync_all().map_err(io_err("fsync", path))?;
+        self.seg.allocated = self.seg.allocated.max(len);
         Ok(())
     }
 

@@ -10,13 +10,16 @@
 //!   every later one get an error, nothing is retried (a retried fsync can
 //!   report success for data the kernel already dropped);
 //! - a checkpoint is published only after every batch before it is durable,
-//!   and never after a failure (it could hold state the log lost).
+//!   and never after a failure (it could hold state the log lost);
+//! - the reserve (`reserve.rs`) is replenished before a batch is reported,
+//!   so the engine, which reads it after each batch, never sees it missing
+//!   only because the WAL thread had not got round to it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tracing::{error, warn};
+use tracing::error;
 
 use crate::batch::BatchBuffer;
 use crate::error::{io_err, WalError};
@@ -39,12 +42,16 @@ const POOL_MAX_CAPACITY: usize = 16 * 1024 * 1024;
 pub(crate) enum Command {
     Batch(BatchBuffer, Done),
     Snapshot(PendingSnapshot, Done),
+    /// Try again to reserve space (the engine saw none).
+    Reserve,
 }
 
 /// State the handle reads without a round trip to the thread.
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     pub poisoned: AtomicBool,
+    /// The writer holds the reserve: the engine may admit writes.
+    pub reserved: AtomicBool,
     pub bytes_since_snapshot: AtomicU64,
     pub pool: Mutex<Vec<Vec<u8>>>,
 }
@@ -60,10 +67,10 @@ pub(crate) struct WalThread {
     pub retention: Retention,
     pub bytes: ByteIndex,
     pub shared: Arc<Shared>,
-    /// The next segment, preallocated ahead of need.
+    /// The next segment, preallocated ahead of need: the reserve.
     pub next: Option<SegmentFile>,
-    /// Preallocation failed since the last rollover: wait for the rollover
-    /// to try again rather than retry after every batch.
+    /// Reserving failed since the last rollover: wait for the rollover or
+    /// the engine's request to try again rather than retry after every batch.
     pub prealloc_failed: bool,
     /// Told when a segment is deleted or emptied.
     pub reader: Arc<SegmentReader>,
@@ -78,6 +85,8 @@ impl WalThread {
                     let result = self.publish(snap);
                     done(result);
                 }
+                Command::Reserve if !self.poisoned() => self.retry_reserve(),
+                Command::Reserve => {}
             }
         }
         self.close()
@@ -90,10 +99,10 @@ impl WalThread {
     fn commit(&mut self, batch: BatchBuffer, done: Done) {
         let result = self.try_commit(&batch);
         self.recycle(batch);
-        done(result);
         if !self.poisoned() {
-            self.preallocate_if_due();
+            self.ensure_reserve();
         }
+        done(result);
     }
 
     fn try_commit(&mut self, batch: &BatchBuffer) -> Result<(), WalError> {
@@ -147,13 +156,15 @@ impl WalThread {
     fn make_room(&mut self, at: LogPos, len: u64) -> Result<(), WalError> {
         if at.seq == self.active.seg.seq {
             if self.active.room() < len {
-                self.active.grow(len)?;
+                self.grow_active(len)?;
             }
             return Ok(());
         }
         self.active.finish()?;
         let needed = SEGMENT_HEADER_LEN as u64 + len;
-        let mut seg = match self.next.take() {
+        let next = self.next.take();
+        self.publish_reserve();
+        let mut seg = match next {
             Some(seg) => seg,
             None => preallocate(
                 &*self.fs,
@@ -176,23 +187,6 @@ impl WalThread {
         ));
         self.prealloc_failed = false;
         Ok(())
-    }
-
-    /// Once the active segment is half full, prepares the next one so the
-    /// rollover does not pay for creating and allocating a file.
-    fn preallocate_if_due(&mut self) {
-        let half_full = self.active.write_pos.saturating_mul(2) >= self.active.seg.allocated;
-        if self.next.is_some() || self.prealloc_failed || !half_full {
-            return;
-        }
-        let seq = self.active.seg.seq + 1;
-        match preallocate(&*self.fs, &self.layout, seq, self.segment_size) {
-            Ok(seg) => self.next = Some(seg),
-            Err(e) => {
-                warn!(error = %e, "could not preallocate the next segment; retrying at rollover");
-                self.prealloc_failed = true;
-            }
-        }
     }
 
     fn publish(&mut self, snap: PendingSnapshot) -> Result<(), WalError> {
@@ -232,14 +226,6 @@ impl WalThread {
         if self.poisoned() {
             return Err(WalError::Poisoned);
         }
-        if let Some(next) = self.next.take() {
-            drop(next.file);
-            self.fs
-                .remove(&next.path)
-                .map_err(io_err("remove", &next.path))?;
-            let dir = self.layout.wal_dir();
-            self.fs.sync_dir(&dir).map_err(io_err("fsync dir", &dir))?;
-        }
-        Ok(())
+        self.release_reserve()
     }
 }

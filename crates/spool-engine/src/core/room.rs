@@ -1,0 +1,80 @@
+//! Admission on a full disk: a change is accepted only while the log has
+//! room to make it durable.
+//!
+//! The core applies a change to memory before the WAL thread writes it, so a
+//! batch that fails for want of space cannot be taken back: it would poison
+//! the log and stop the engine. Instead the WAL thread keeps a reserve (the
+//! next segment, preallocated; `spool_wal`'s `writer/reserve.rs`) and the
+//! core admits changes only while it holds one. Without it, every request
+//! that would write answers `unavailable` and changes nothing; reads go on.
+//! The core asks the WAL thread to try again at most every
+//! [`RESERVE_RETRY`], so writing resumes by itself, without a restart, once
+//! space is freed.
+//!
+//! Invariants:
+//! - no batch placed in a new segment is opened while a batch is in flight
+//!   that may spend the reserve (one that ends past the nominal segment
+//!   size may need it to grow); the core waits for it instead
+//!   ([`Core::must_wait_for_flight`]), so it never admits a change on a
+//!   reserve that is already gone;
+//! - what is admitted fits: the batch that crosses the nominal size can
+//!   always grow into the reserve's space. A single batch larger than a
+//!   whole segment on a disk with less free space than that can still fail,
+//!   which stops the engine; it then opens again once space is freed.
+
+use std::time::{Duration, Instant};
+
+use spool_core::StoreError;
+use spool_wal::LogPos;
+
+use super::Core;
+
+/// How often a core without a reserve asks the WAL thread to try again.
+pub(super) const RESERVE_RETRY: Duration = Duration::from_millis(100);
+
+impl Core {
+    /// Where the next change goes: the open batch, or where the next one
+    /// would be placed.
+    fn write_target(&self) -> LogPos {
+        match self.open {
+            Some(_) => self.open_at,
+            None => self.log_end.place(self.segment_size),
+        }
+    }
+
+    /// A change now would open a batch in a new segment while the batch in
+    /// flight may still spend the reserve: wait for that batch first.
+    pub(super) fn must_wait_for_flight(&self) -> bool {
+        self.in_flight && self.write_target().seq > self.log_end.seq
+    }
+
+    /// Whether a change may be made now (internal ones skip their turn
+    /// otherwise).
+    pub(super) fn can_write(&mut self) -> bool {
+        self.refuse_if_full().is_ok()
+    }
+
+    /// `unavailable` while the log has no room to make a change durable.
+    pub(crate) fn refuse_if_full(&mut self) -> Result<(), StoreError> {
+        if self.wal.has_reserve() && !self.must_wait_for_flight() {
+            return Ok(());
+        }
+        self.retry_reserve();
+        Err(StoreError::Unavailable(
+            "the disk is full: the log cannot reserve space for more writes".into(),
+        ))
+    }
+
+    /// Asks the WAL thread to reserve space again, at most every
+    /// [`RESERVE_RETRY`].
+    pub(super) fn retry_reserve(&mut self) {
+        if self.wal.has_reserve() {
+            return;
+        }
+        let now = Instant::now();
+        if now >= self.reserve_retry_at {
+            self.reserve_retry_at = now + RESERVE_RETRY;
+            self.wal.retry_reserve();
+        }
+    }
+}
