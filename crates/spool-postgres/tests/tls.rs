@@ -57,17 +57,25 @@ async fn sslmode_require_encrypts_every_connection() {
         .await
         .expect("a store over TLS");
     store.now().await.unwrap();
-    let rows = admin
-        .query(
-            "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
-             WHERE a.application_name = $1",
-            &[&app],
-        )
-        .await
-        .unwrap();
+    // The LISTEN connection opens in the background: wait for it.
+    let mut rows = Vec::new();
+    for _ in 0..100 {
+        rows = admin
+            .query(
+                "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+                 WHERE a.application_name = $1",
+                &[&app],
+            )
+            .await
+            .unwrap();
+        if rows.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     assert!(
         rows.len() >= 2,
-        "the pool and the LISTEN connection are open"
+        "the pool and the LISTEN connection are open within 10 s"
     );
     assert!(
         rows.iter().all(|r| r.get::<_, bool>(0)),
