@@ -11,14 +11,14 @@
 //!   the open group-commit batch and applies it to memory. The WAL thread
 //!   (crate `spool-wal`) writes and `fdatasync`s one batch at a time; replies
 //!   wait until what they saw is durable.
-//! - [`checkpoint`]s copy state while writes continue; [`recovery`] loads the
-//!   newest one and replays the log after it.
+//! - Checkpoints (`core::checkpoint`) copy state, in the format of
+//!   [`snapshot`], while writes continue; [`recovery`] loads the newest one
+//!   and replays the log after it.
 //!
 //! What it is not: a cache. Every acknowledged change is on disk.
 
 mod backoff;
 mod check;
-mod checkpoint;
 mod codec;
 mod config;
 mod core;
@@ -26,6 +26,7 @@ mod engine;
 mod error;
 mod ops;
 mod recovery;
+mod snapshot;
 mod state;
 
 pub use check::{check, CheckReport};

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 use spool_core::Timestamp;
 use spool_wal::{Wal, RECORD_BATCH};
 
-use crate::checkpoint::load_chunk;
 use crate::error::EngineError;
 use crate::ops::Op;
+use crate::snapshot::load_chunk;
 use crate::state::{PayloadRef, State};
 
 /// What recovery rebuilt.

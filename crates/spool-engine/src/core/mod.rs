@@ -10,6 +10,7 @@
 //! Every reply — reads and errors too — waits until everything it may have
 //! seen is durable, so no client observes state a crash could undo.
 
+mod checkpoint;
 mod commands;
 mod compact;
 mod room;
@@ -25,9 +26,9 @@ use spool_wal::{BatchBuffer, LogPos, SegmentReader, WalWriter};
 use tokio::sync::oneshot;
 
 use crate::backoff::Backoff;
-use crate::checkpoint::CheckpointJob;
 use crate::ops::{Op, Span};
 use crate::state::{PayloadRef, State};
+use checkpoint::CheckpointJob;
 use waiters::Waiters;
 
 /// Work sent to the core thread.

@@ -1,0 +1,330 @@
+//! The snapshot format: what a checkpoint writes and recovery loads.
+//!
+//! A snapshot is a sequence of chunks; a chunk is a sequence of tagged
+//! items. Queues and kinds are referred to by index; both tables only grow,
+//! so each chunk first defines the entries added since the previous chunk
+//! ([`SnapshotEncoder`] remembers how far it got). Items are absolute, so
+//! loading them in order rebuilds the state the copy saw, and the log
+//! replayed from the snapshot's start lsn brings it up to date.
+
+use std::sync::Arc;
+
+use spool_core::{ErrorRecord, Kind, QueueName, Schedule, TaskKey, TaskState, Timestamp};
+
+use spool_wal::LogPos;
+
+use crate::codec::{self, DecodeError, Reader};
+use crate::ops::{self, read_name};
+use crate::state::{flag, Entry, Extra, LeaseSlot, PayloadRef, State, MAX_KINDS, MAX_QUEUES};
+
+const HEADER: u8 = 1;
+const KIND: u8 = 2;
+const QUEUE: u8 = 3;
+/// A task with its payload inline: written by Spool before payloads stayed
+/// in the log. Such a checkpoint cannot be loaded (see `load_chunk`).
+const TASK_INLINE: u8 = 4;
+const TOMBSTONE: u8 = 5;
+const SCHEDULE: u8 = 6;
+/// A task with its payload's log position.
+const TASK: u8 = 7;
+/// How many payloads were written in a segment that live tasks still use.
+const SEGMENT: u8 = 8;
+
+/// Writes items into chunks, defining each queue and kind once, before
+/// the first item that refers to it.
+#[derive(Debug, Default)]
+pub(crate) struct SnapshotEncoder {
+    kinds_written: usize,
+    queues_written: usize,
+}
+
+impl SnapshotEncoder {
+    /// The first item: the next task id and the clock, then the tables.
+    pub(crate) fn header(&mut self, state: &State, now: Timestamp, buf: &mut Vec<u8>) {
+        codec::put_u8(buf, HEADER);
+        codec::put_u64(buf, state.next_id);
+        ops::put_ts(buf, now);
+        self.tables(state, buf);
+    }
+
+    /// The queues and kinds added since the last call.
+    pub(crate) fn tables(&mut self, state: &State, buf: &mut Vec<u8>) {
+        for (i, kind) in state.kinds.iter().enumerate().skip(self.kinds_written) {
+            codec::put_u8(buf, KIND);
+            codec::put_u32(buf, i as u32);
+            codec::put_str(buf, kind.as_str());
+        }
+        self.kinds_written = state.kinds.len();
+        for (i, q) in state.queues.iter().enumerate().skip(self.queues_written) {
+            codec::put_u8(buf, QUEUE);
+            codec::put_u32(buf, i as u32);
+            codec::put_str(buf, q.name.as_str());
+            ops::put_settings(buf, &q.settings);
+        }
+        self.queues_written = state.queues.len();
+    }
+
+    /// One task; its queue and kind must have been written.
+    pub(crate) fn entry(id: u64, e: &Entry, x: Option<&Extra>, buf: &mut Vec<u8>) {
+        codec::put_u8(buf, TASK);
+        codec::put_u64(buf, id);
+        codec::put_u32(buf, e.queue());
+        codec::put_u32(buf, e.kind());
+        codec::put_u16(buf, e.priority as u16);
+        codec::put_u8(buf, e.state.index() as u8);
+        codec::put_u8(buf, u8::from(e.has(flag::JSON)));
+        codec::put_u32(buf, e.attempt);
+        codec::put_u32(buf, e.max_attempts);
+        ops::put_ts(buf, e.run_at);
+        ops::put_ts(buf, e.created_at);
+        let at = e.payload.at();
+        codec::put_u64(buf, at.seq);
+        codec::put_u64(buf, at.offset);
+        let Some(x) = x else {
+            codec::put_u8(buf, 0);
+            return;
+        };
+        codec::put_u8(buf, 1);
+        ops::put_ts(buf, x.updated_at);
+        ops::put_opt_u64(buf, x.lease_ms);
+        codec::put_str(buf, x.key.as_ref().map_or("", |k| k.as_str()));
+        match &x.lease {
+            Some(l) => {
+                codec::put_u8(buf, 1);
+                codec::put_str(buf, &l.owner);
+                codec::put_u64(buf, l.token);
+                ops::put_ts(buf, l.expires_at);
+            }
+            None => codec::put_u8(buf, 0),
+        }
+        codec::put_u32(buf, x.errors.len() as u32);
+        for err in &x.errors {
+            codec::put_u32(buf, err.attempt);
+            ops::put_ts(buf, err.at);
+            codec::put_str(buf, &err.message);
+        }
+    }
+
+    /// The last items, after every task: tables added meanwhile, the
+    /// schedules, the payload counts of segments, the key tombstones.
+    pub(crate) fn tail(&mut self, state: &State, buf: &mut Vec<u8>) {
+        self.tables(state, buf);
+        for s in state.schedules.values() {
+            codec::put_u8(buf, SCHEDULE);
+            ops::put_schedule_spec(buf, &s.spec);
+            ops::put_opt_u64(buf, s.last_fire_at.map(|t| t.as_millis() as u64));
+            ops::put_ts(buf, s.created_at);
+        }
+        for (&seq, used) in &state.segments {
+            codec::put_u8(buf, SEGMENT);
+            codec::put_u64(buf, seq);
+            codec::put_u64(buf, used.written);
+        }
+        for (q, queue) in state.queues.iter().enumerate() {
+            for (key, k) in queue.keys.tombstones() {
+                codec::put_u8(buf, TOMBSTONE);
+                codec::put_u32(buf, q as u32);
+                codec::put_str(buf, key.as_str());
+                codec::put_u64(buf, k.id);
+                ops::put_ts(buf, k.expires_at);
+            }
+        }
+    }
+}
+
+/// Applies one snapshot chunk to `state` (recovery).
+pub(crate) fn load_chunk(
+    state: &mut State,
+    chunk: &[u8],
+    now: &mut Timestamp,
+) -> Result<(), DecodeError> {
+    let mut r = Reader::new(chunk);
+    while !r.is_empty() {
+        let at = r.position();
+        match r.u8("item tag")? {
+            HEADER => {
+                let next_id = r.u64("next_id")?;
+                state.next_id = state.next_id.max(next_id);
+                *now = (*now).max(ops::ts(&mut r, "last_now")?);
+            }
+            KIND => {
+                let index = r.u32("kind index")? as usize;
+                let kind = read_name(&mut r, "kind", Kind::new)?;
+                if state.intern_kind(&kind) as usize != index {
+                    return Err(DecodeError {
+                        what: "kind index",
+                        at,
+                    });
+                }
+            }
+            QUEUE => {
+                let index = r.u32("queue index")? as usize;
+                let name = read_name(&mut r, "queue", QueueName::new)?;
+                let settings = ops::read_settings(&mut r)?;
+                let q = state.ensure_queue(&name, || settings.clone());
+                if q as usize != index {
+                    return Err(DecodeError {
+                        what: "queue index",
+                        at,
+                    });
+                }
+                state.queue_mut(q).settings = settings;
+            }
+            TASK => load_entry(state, &mut r, *now, at)?,
+            TASK_INLINE => {
+                return Err(DecodeError {
+                    what: "task with an inline payload (a checkpoint of an older Spool: \
+                           drain the data directory with that version first)",
+                    at,
+                })
+            }
+            SCHEDULE => {
+                let spec = ops::read_schedule_spec(&mut r)?;
+                let last_fire_at =
+                    ops::read_opt_u64(&mut r, "last_fire_at")?.map(|t| Timestamp(t as i64));
+                let created_at = ops::ts(&mut r, "created_at")?;
+                state.schedules.insert(
+                    spec.name.clone(),
+                    Schedule {
+                        spec,
+                        last_fire_at,
+                        created_at,
+                    },
+                );
+            }
+            SEGMENT => {
+                let seq = r.u64("segment")?;
+                let written = r.u64("written")?;
+                if let Some(used) = state.segments.get_mut(&seq) {
+                    used.written = used.written.max(written);
+                }
+            }
+            TOMBSTONE => {
+                let q = r.u32("tombstone queue")?;
+                let key = read_name(&mut r, "tombstone key", TaskKey::new)?;
+                let id = r.u64("tombstone id")?;
+                let until = ops::ts(&mut r, "tombstone until")?;
+                if q as usize >= state.queues.len() {
+                    return Err(DecodeError {
+                        what: "tombstone queue",
+                        at,
+                    });
+                }
+                state.queue_mut(q).keys.tombstone(key, id, until);
+            }
+            _ => {
+                return Err(DecodeError {
+                    what: "item tag",
+                    at,
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+fn load_entry(
+    state: &mut State,
+    r: &mut Reader<'_>,
+    now: Timestamp,
+    at: usize,
+) -> Result<(), DecodeError> {
+    let id = r.u64("id")?;
+    let queue = r.u32("queue")?;
+    let kind = r.u32("kind")?;
+    let priority = r.u16("priority")? as i16;
+    let state_at = r.position();
+    let task_state = *TaskState::ALL
+        .get(r.u8("state")? as usize)
+        .ok_or(DecodeError {
+            what: "state",
+            at: state_at,
+        })?;
+    let json = r.u8("payload format")? != 0;
+    let attempt = r.u32("attempt")?;
+    let max_attempts = r.u32("max_attempts")?;
+    let run_at = ops::ts(r, "run_at")?;
+    let created_at = ops::ts(r, "created_at")?;
+    let seq = r.u64("payload segment")?;
+    let offset = r.u64("payload offset")?;
+    let extra_at = r.position();
+    let extra = match r.u8("extra")? {
+        0 => None,
+        1 => Some(load_extra(r, at)?),
+        _ => {
+            return Err(DecodeError {
+                what: "extra",
+                at: extra_at,
+            })
+        }
+    };
+    let (queues, kinds) = (
+        state.queues.len().min(MAX_QUEUES),
+        state.kinds.len().min(MAX_KINDS),
+    );
+    if queue as usize >= queues || kind as usize >= kinds {
+        return Err(DecodeError {
+            what: "task tables",
+            at,
+        });
+    }
+    if state.tasks.contains(id) {
+        state.remove(id, now);
+    }
+    let entry = Entry {
+        run_at,
+        created_at,
+        payload: PayloadRef::new(LogPos { seq, offset }),
+        attempt,
+        max_attempts,
+        queue: queue as u16,
+        kind: kind as u16,
+        priority,
+        state: task_state,
+        flags: if json { flag::JSON } else { 0 },
+    };
+    state.insert(id, entry, extra, now);
+    Ok(())
+}
+
+fn load_extra(r: &mut Reader<'_>, at: usize) -> Result<Extra, DecodeError> {
+    let updated_at = ops::ts(r, "updated_at")?;
+    let lease_ms = ops::read_opt_u64(r, "lease_ms")?;
+    let key = r.str("key")?;
+    let key = if key.is_empty() {
+        None
+    } else {
+        Some(TaskKey::new(key).map_err(|_| DecodeError { what: "key", at })?)
+    };
+    let lease_at = r.position();
+    let lease = match r.u8("lease")? {
+        0 => None,
+        1 => Some(LeaseSlot {
+            owner: Arc::from(r.str("owner")?),
+            token: r.u64("token")?,
+            expires_at: ops::ts(r, "expires_at")?,
+        }),
+        _ => {
+            return Err(DecodeError {
+                what: "lease",
+                at: lease_at,
+            })
+        }
+    };
+    let n = r.count("errors", 16)?;
+    let mut errors = Vec::with_capacity(n);
+    for _ in 0..n {
+        errors.push(ErrorRecord {
+            attempt: r.u32("error attempt")?,
+            at: ops::ts(r, "error at")?,
+            message: r.str("error message")?.to_string(),
+        });
+    }
+    Ok(Extra {
+        updated_at,
+        key,
+        lease_ms,
+        lease,
+        errors,
+    })
+}
