@@ -207,6 +207,23 @@ def test_concurrency_is_limited(client: Client, queue: str) -> None:
     assert peak == 3
 
 
+def test_sync_handlers_run_on_a_pool_of_reused_threads(client: Client, queue: str) -> None:
+    ids = [e.id for e in client.enqueue_many(queue, [_spec(i) for i in range(40)])]
+    # Thread objects, not idents: the system reuses the ident of a finished thread.
+    threads: set[threading.Thread] = set()
+    loop_thread = threading.current_thread()
+
+    def where(ctx: Context) -> None:
+        threads.add(threading.current_thread())
+        time.sleep(0.01)
+
+    worker = Worker(client, concurrency=2, poll=0.2)
+    worker.handle(queue, where)
+    run_until(worker, lambda: all(gone(client, i) for i in ids))
+    # Per-thread resources (a DB connection in a thread-local) live as long as the worker.
+    assert 1 <= len(threads) <= 2 and loop_thread not in threads
+
+
 def test_stop_releases_a_running_task_after_the_grace_period(client: Client, queue: str) -> None:
     enq = client.enqueue(queue, {})
     started = threading.Event()

@@ -3,8 +3,8 @@
 Per queue, one acquisition loop claims batches sized to the free slots (long
 polling, so an idle worker makes one request per ``poll`` and picks up new work
 at once); each claimed task runs at once, so no claimed task waits in a buffer
-while its lease runs. A sync handler runs in its own daemon thread, an
-``async def`` handler on the event loop.
+while its lease runs. A sync handler runs in the worker's thread pool (see
+``_threads``), an ``async def`` handler on the event loop.
 
 Outcomes: return → ack (the acks of concurrent runs go out together in one
 batch request); an exception → fail, and the server schedules the retry with
@@ -27,7 +27,6 @@ import os
 import secrets
 import signal
 import socket
-import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar, overload
 
+from ._threads import ThreadPool
 from .client import AsyncClient, Client
 from .context import Context
 from .errors import LeaseLost, NotFound, SpoolError
@@ -78,8 +78,8 @@ def _failure_text(e: BaseException) -> str:
     return (head + trace[-max(0, _FAILURE_TEXT_LIMIT - len(head)) :]).rstrip()
 
 
-def _in_thread(fn: Handler, ctx: Context) -> asyncio.Future[Any]:
-    """Run a sync handler in a daemon thread: one stuck past shutdown never blocks exit."""
+def _in_thread(pool: ThreadPool, fn: Handler, ctx: Context) -> asyncio.Future[Any]:
+    """Run a sync handler on the pool; its result or exception settles the future."""
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[Any] = loop.create_future()
 
@@ -91,17 +91,13 @@ def _in_thread(fn: Handler, ctx: Context) -> asyncio.Future[Any]:
         else:
             fut.set_exception(value)
 
-    def target() -> None:
+    def done(ok: bool, value: Any) -> None:
         try:
-            result: tuple[bool, Any] = (True, fn(ctx))
-        except BaseException as e:
-            result = (False, e)
-        try:
-            loop.call_soon_threadsafe(settle, *result)
+            loop.call_soon_threadsafe(settle, ok, value)
         except RuntimeError:
             pass  # the loop is gone: the worker has shut down and released the task
 
-    threading.Thread(target=target, daemon=True, name=f"spool-task-{ctx.id}").start()
+    pool.submit(lambda: fn(ctx), done)
     return fut
 
 
@@ -206,6 +202,7 @@ class Worker:
         self._cut = asyncio.Event()
         self._client: AsyncClient | None = None
         self._acker: _Acker | None = None
+        self._threads = ThreadPool("spool-handler")
 
     @overload
     def handle(
@@ -278,6 +275,7 @@ class Worker:
             raise ValueError("no handlers registered")
         loop = self._loop = asyncio.get_running_loop()
         self._stopping, self._cut = asyncio.Event(), asyncio.Event()
+        self._threads = ThreadPool("spool-handler")
         signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
         for sig in signals:
             loop.add_signal_handler(sig, self._stop_now)
@@ -287,6 +285,7 @@ class Worker:
                 await self._learn_clock(client)
                 await self._serve()
         finally:
+            self._threads.close()
             for sig in signals:
                 loop.remove_signal_handler(sig)
 
@@ -387,7 +386,11 @@ class Worker:
     ) -> None:
         ctx = Context(task, self._deadline(route, task, sent))
         is_async = inspect.iscoroutinefunction(route.fn)
-        handler = asyncio.ensure_future(route.fn(ctx)) if is_async else _in_thread(route.fn, ctx)
+        handler = (
+            asyncio.ensure_future(route.fn(ctx))
+            if is_async
+            else _in_thread(self._threads, route.fn, ctx)
+        )
         # A task with its own lease (a schedule's deadline) is never extended past it.
         keeper = (
             None
