@@ -145,6 +145,10 @@ impl Engine {
     /// durable (the bytes are written) and off the core thread.
     fn load(&self, view: TaskView) -> Result<Task, StoreError> {
         let mut task = view.task;
+        if let Some(bytes) = view.in_hand {
+            task.payload.bytes = bytes;
+            return Ok(task);
+        }
         let bytes = self
             .payloads
             .read_prefixed(view.payload.at())
@@ -160,7 +164,9 @@ impl Engine {
     /// (same segment, within [`RUN_SPAN`]) is one read, and every payload of
     /// the run a slice of it; one that runs past the window is read alone.
     fn load_all(&self, views: Vec<TaskView>) -> Result<Vec<Task>, StoreError> {
-        let mut order: Vec<usize> = (0..views.len()).collect();
+        let mut order: Vec<usize> = (0..views.len())
+            .filter(|&i| views[i].in_hand.is_none())
+            .collect();
         order.sort_by_key(|&i| views[i].payload.at());
         let mut payloads: Vec<Option<Bytes>> = vec![None; views.len()];
         let mut run_start = 0;

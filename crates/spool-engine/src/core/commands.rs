@@ -129,6 +129,9 @@ impl Core {
             next_id += 1;
         }
         if !entries.is_empty() {
+            if self.waiters.has_waiters(queue) {
+                self.keep_fresh(&entries);
+            }
             self.commit(Op::Enqueue {
                 now,
                 queue: queue.clone(),
@@ -567,9 +570,24 @@ impl Core {
                 let Some(w) = self.waiters.pop(&name) else {
                     break;
                 };
-                let tasks = self.claim_now(q, &w.worker, w.max, w.lease);
+                let mut tasks = self.claim_now(q, &w.worker, w.max, w.lease);
+                for t in &mut tasks {
+                    t.in_hand = self.fresh.remove(&t.task.id.0);
+                }
                 self.respond(Ok(tasks), w.reply);
             }
+        }
+    }
+
+    /// Keeps the payloads of tasks a parked claim is about to get (up to
+    /// [`super::FRESH_MAX_BYTES`] a turn).
+    fn keep_fresh(&mut self, entries: &[NewEntry]) {
+        for e in entries {
+            if self.fresh_bytes + e.payload.len() > super::FRESH_MAX_BYTES {
+                return;
+            }
+            self.fresh_bytes += e.payload.len();
+            self.fresh.insert(e.id, e.payload.bytes.clone());
         }
     }
 

@@ -4,76 +4,197 @@
 //! A segment holds the payloads of tasks enqueued together; when nearly all
 //! of them are done, the few left would keep the whole file. The checkpoint
 //! walk already visits every task, so it picks them out (`CheckpointJob`
-//! collects tasks in segments whose live payloads fell under a quarter of
-//! those written there); afterwards the core copies them a slice per loop
-//! turn, each slice one [`Op::Move`] record through the ordinary group
-//! commit. Nothing else writes the log, so a crash anywhere leaves either the
-//! old locator (the record was not durable) or the new one (it was), and the
-//! old segment is reclaimed only by a checkpoint published after the move is
-//! durable (`open_moved_from` keeps it pinned until its batch is submitted).
+//! collects tasks in segments whose live payloads fell under half of those
+//! written there). The payloads are read on a thread of their own, a slice
+//! at a time, so a read that misses the page cache never stalls the core;
+//! the core then writes each slice as one [`Op::Move`] record through the
+//! ordinary group commit. Nothing else writes the log, so a crash anywhere
+//! leaves either the old locator (the record was not durable) or the new one
+//! (it was), and the old segment is reclaimed only by a checkpoint published
+//! after the move is durable (`open_moved_from` keeps it pinned until its
+//! batch is submitted).
+//!
+//! A task may finish or change while its payload is being read: the core
+//! drops such moves before committing, and `apply` checks again that each
+//! task still points where it was read, so replay agrees.
 
-use spool_core::Payload;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
-use super::Core;
+use spool_core::{Payload, PayloadFormat};
+use spool_wal::SegmentReader;
+
+use super::{Core, Notice};
 use crate::ops::{Moved, Op};
 use crate::state::PayloadRef;
 
-/// Most tasks, and payload bytes, moved per core-loop turn: a slice costs
+/// Most tasks, and payload bytes, moved per slice: a slice costs the core
 /// about as much as a claim of the same size, so requests keep flowing.
 const MOVE_SLICE: usize = 256;
 const MOVE_SLICE_BYTES: usize = 4 * 1024 * 1024;
 
-impl Core {
-    /// True while compaction has work queued (the loop must not sleep).
-    pub(crate) fn compaction_busy(&self) -> bool {
-        !self.pending_moves.is_empty()
+/// A payload to copy: the task, where its payload is, and its format.
+type ToRead = (u64, PayloadRef, PayloadFormat);
+
+/// What the reader hands back for one slice.
+pub(crate) struct SliceRead {
+    moved: Vec<Moved>,
+    /// Not read because the slice reached [`MOVE_SLICE_BYTES`].
+    rest: Vec<ToRead>,
+}
+
+/// The thread that reads payloads for compaction.
+pub(crate) struct Reader {
+    slices: Option<flume::Sender<Vec<ToRead>>>,
+    thread: Option<JoinHandle<()>>,
+    /// A slice was sent and its answer has not come back.
+    busy: bool,
+}
+
+impl Reader {
+    /// Starts the thread; it answers on `notices`.
+    pub(crate) fn start(payloads: Arc<SegmentReader>, notices: flume::Sender<Notice>) -> Reader {
+        let (tx, rx) = flume::unbounded::<Vec<ToRead>>();
+        let thread = std::thread::Builder::new()
+            .name("spool-compact".into())
+            .spawn(move || {
+                for slice in rx.iter() {
+                    let read = read_slice(&payloads, slice);
+                    if notices.send(Notice::MovesRead(read)).is_err() {
+                        return;
+                    }
+                }
+            });
+        let thread = match thread {
+            Ok(t) => Some(t),
+            Err(e) => {
+                // Without the thread nothing is compacted: the log keeps
+                // mostly dead segments longer, and nothing else changes.
+                tracing::error!(error = %e, "cannot start the compaction thread; compaction is off");
+                None
+            }
+        };
+        Reader {
+            slices: thread.as_ref().map(|_| tx),
+            thread,
+            busy: false,
+        }
     }
 
-    /// Moves one slice of the queued payloads.
+    /// Stops the thread once its current slice is read.
+    pub(crate) fn stop(&mut self) {
+        self.slices.take();
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                tracing::error!("the compaction thread panicked");
+            }
+        }
+    }
+}
+
+/// Reads a slice's payloads in order, up to [`MOVE_SLICE_BYTES`].
+fn read_slice(payloads: &SegmentReader, slice: Vec<ToRead>) -> SliceRead {
+    let mut moved = Vec::with_capacity(slice.len());
+    let mut bytes = 0;
+    let mut items = slice.into_iter();
+    for (id, from, format) in items.by_ref() {
+        match payloads.read_prefixed(from.at()) {
+            Ok(data) => {
+                bytes += data.len();
+                moved.push(Moved {
+                    id,
+                    from: from.at(),
+                    payload: Payload {
+                        format,
+                        bytes: data.into(),
+                    },
+                });
+            }
+            Err(e) => {
+                // Left where it is: still readable or not, moving it cannot
+                // help, and the segment simply stays.
+                tracing::warn!(task = id, error = %e, "compaction could not read a payload");
+            }
+        }
+        if bytes >= MOVE_SLICE_BYTES {
+            break;
+        }
+    }
+    SliceRead {
+        moved,
+        rest: items.collect(),
+    }
+}
+
+impl Core {
+    /// True while compaction has work the core must start (the loop must
+    /// not sleep); a slice being read wakes the core by its notice.
+    pub(crate) fn compaction_busy(&self) -> bool {
+        !self.pending_moves.is_empty() && !self.compactor.busy && self.compactor.slices.is_some()
+    }
+
+    /// Sends the next slice of queued payloads to the reader.
     pub(crate) fn compact_step(&mut self) {
-        if self.pending_moves.is_empty() || self.refuse_if_poisoned().is_err() || !self.can_write()
-        {
+        if !self.compaction_busy() || self.refuse_if_poisoned().is_err() || !self.can_write() {
             return;
         }
-        let mut moves = Vec::new();
-        let mut bytes = 0;
-        while moves.len() < MOVE_SLICE && bytes < MOVE_SLICE_BYTES {
+        let mut slice = Vec::new();
+        while slice.len() < MOVE_SLICE {
             let Some((id, from)) = self.pending_moves.pop_front() else {
                 break;
             };
-            let Some(e) = self.state.tasks.get(id) else {
-                continue;
-            };
             // Gone or rewritten since the walk picked it: nothing to move.
-            if e.payload != from {
-                continue;
-            }
-            let format = e.format();
-            match self.payloads.read_prefixed(from.at()) {
-                Ok(data) => {
-                    bytes += data.len();
-                    moves.push(Moved {
-                        id,
-                        from: from.at(),
-                        payload: Payload {
-                            format,
-                            bytes: data.into(),
-                        },
-                    });
-                }
-                Err(e) => {
-                    // Left where it is: still readable or not, moving it
-                    // cannot help, and the segment simply stays.
-                    tracing::warn!(task = id, error = %e, "compaction could not read a payload");
-                }
+            match self.state.tasks.get(id) {
+                Some(e) if e.payload == from => slice.push((id, from, e.format())),
+                _ => {}
             }
         }
+        let Some(slices) = &self.compactor.slices else {
+            return;
+        };
+        if slice.is_empty() {
+            return;
+        }
+        if slices.send(slice).is_ok() {
+            self.compactor.busy = true;
+        }
+    }
+
+    /// Writes what the reader read, less the tasks that changed meanwhile.
+    pub(crate) fn moves_read(&mut self, read: SliceRead) {
+        self.compactor.busy = false;
+        for item in read.rest.into_iter().rev() {
+            self.pending_moves.push_front((item.0, item.1));
+        }
+        if self.refuse_if_poisoned().is_err() {
+            return;
+        }
+        if !self.can_write() {
+            // Read again once the log has room.
+            for m in read.moved.into_iter().rev() {
+                self.pending_moves
+                    .push_front((m.id, PayloadRef::new(m.from)));
+            }
+            return;
+        }
+        let moves: Vec<Moved> = read
+            .moved
+            .into_iter()
+            .filter(|m| {
+                self.state
+                    .tasks
+                    .get(m.id)
+                    .is_some_and(|e| e.payload.at() == m.from)
+            })
+            .collect();
         if moves.is_empty() {
             return;
         }
         self.open_moved_from
             .extend(moves.iter().map(|m| m.from.seq));
         metrics::counter!("spool_compaction_moved_total").increment(moves.len() as u64);
+        metrics::counter!("spool_compaction_moved_bytes_total")
+            .increment(moves.iter().map(|m| m.payload.len() as u64).sum());
         self.commit(Op::Move { moves });
     }
 

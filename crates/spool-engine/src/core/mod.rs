@@ -16,13 +16,14 @@ mod compact;
 mod room;
 mod waiters;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use spool_core::{Clock, StoreError, Timestamp};
-use spool_wal::{BatchBuffer, LogPos, SegmentReader, WalWriter};
+use spool_wal::{BatchBuffer, LogPos, WalWriter};
 use tokio::sync::oneshot;
 
 use crate::backoff::Backoff;
@@ -50,6 +51,8 @@ const DRAIN_LIMIT: usize = 512;
 const MAX_IDLE: Duration = Duration::from_millis(50);
 /// Most lease expiries handled in one pass, keeping each pass short.
 const EXPIRY_SLICE: usize = 4096;
+/// Most payload bytes kept in hand for parked claims in one loop turn.
+const FRESH_MAX_BYTES: usize = 1024 * 1024;
 
 /// Messages from other threads back to the core.
 pub(crate) enum Notice {
@@ -59,6 +62,8 @@ pub(crate) enum Notice {
     CheckpointWritten(Result<spool_wal::PendingSnapshot, String>),
     /// A published checkpoint finished (or failed).
     CheckpointPublished(Result<(), String>),
+    /// Compaction read a slice of payloads.
+    MovesRead(compact::SliceRead),
 }
 
 /// Knobs the core needs from the engine's configuration.
@@ -87,10 +92,16 @@ pub(crate) struct Core {
     open_at: LogPos,
     /// Scratch for the payload spans of the op being committed.
     spans: Vec<Span>,
-    /// Reads payloads back (compaction copies them).
-    payloads: Arc<SegmentReader>,
+    /// Reads payloads for compaction, off the core thread.
+    compactor: compact::Reader,
     /// Tasks whose payloads compaction will move, with where they are now.
     pending_moves: VecDeque<(u64, PayloadRef)>,
+    /// Payloads enqueued this loop turn into queues with parked claims, by
+    /// task id: the waiter that gets such a task gets its bytes from here
+    /// instead of reading back what the log has not even written yet.
+    /// Emptied every turn, and bounded by [`FRESH_MAX_BYTES`].
+    fresh: HashMap<u64, Bytes>,
+    fresh_bytes: usize,
     /// Segments moved out of by records in the open batch: not to be
     /// reclaimed until that batch is on its way to disk.
     pub(crate) open_moved_from: Vec<u64>,
@@ -140,7 +151,7 @@ impl Core {
     ) -> Self {
         let (notices_tx, notices) = flume::unbounded();
         let (log_end, segment_size) = wal.start_position();
-        let payloads = wal.reader();
+        let compactor = compact::Reader::start(wal.reader(), notices_tx.clone());
         let (backoff_min, backoff_max) = settings.checkpoint_backoff;
         Core {
             state,
@@ -153,8 +164,10 @@ impl Core {
             segment_size,
             open_at: log_end,
             spans: Vec::new(),
-            payloads,
+            compactor,
             pending_moves: VecDeque::new(),
+            fresh: HashMap::new(),
+            fresh_bytes: 0,
             open_moved_from: Vec::new(),
             submitted_lsn: next_lsn.saturating_sub(1),
             open: None,
@@ -273,6 +286,8 @@ impl Core {
             queue.keys.sweep(now);
         }
         self.serve_waiters();
+        self.fresh.clear();
+        self.fresh_bytes = 0;
         self.expire_waiters();
     }
 
@@ -398,6 +413,7 @@ impl Core {
             }
             Notice::CheckpointWritten(result) => self.checkpoint_written(result),
             Notice::CheckpointPublished(result) => self.checkpoint_published(result),
+            Notice::MovesRead(read) => self.moves_read(read),
         }
     }
 
@@ -415,6 +431,7 @@ impl Core {
 
     fn shut_down(mut self) {
         self.waiters.fail_all("the engine is shutting down");
+        self.compactor.stop();
         loop {
             self.submit_open();
             if !self.in_flight {

@@ -2,6 +2,7 @@
 
 use std::cmp::Reverse;
 
+use bytes::Bytes;
 use spool_core::{
     Lease, LeaseToken, ListOrder, ListRequest, Payload, QueueStats, StoreError, Task, TaskId,
     TaskState, Timestamp,
@@ -50,6 +51,9 @@ type PageKey = (u32, u64);
 pub(crate) struct TaskView {
     pub task: Task,
     pub payload: PayloadRef,
+    /// The payload itself where the core still held it: a task handed to a
+    /// waiting claim in the loop turn that enqueued it needs no read.
+    pub in_hand: Option<Bytes>,
 }
 
 /// Ready tasks a list page looks at before it answers with what it found
@@ -90,6 +94,7 @@ impl State {
                 updated_at: x.map_or(e.created_at, |x| x.updated_at),
             },
             payload: e.payload,
+            in_hand: None,
         })
     }
 
