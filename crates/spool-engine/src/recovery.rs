@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use spool_core::Timestamp;
-use spool_wal::{Wal, RECORD_BATCH};
+use spool_wal::{LogPos, ReplayExtent, Wal, RECORD_BATCH};
 
 use crate::error::EngineError;
 use crate::ops::Op;
@@ -39,6 +39,7 @@ pub(crate) fn recover(wal: &mut Wal) -> Result<Recovered, EngineError> {
             "checkpoint loaded; replaying the log after it"
         );
     }
+    progress.extent = wal.replay_extent(from);
     let (mut spans, mut payloads) = (Vec::new(), Vec::new());
     let summary = wal.replay(from, |rec| {
         if rec.kind == RECORD_BATCH {
@@ -61,7 +62,7 @@ pub(crate) fn recover(wal: &mut Wal) -> Result<Recovered, EngineError> {
                 .map(|s| PayloadRef::new(rec.body_at.advance(u64::from(s.offset)))),
         );
         state.apply(&op, &payloads);
-        progress.replayed(rec.body.len() as u64, state.tasks.len());
+        progress.replayed(rec.body_at, state.tasks.len());
         Ok(())
     })?;
     Ok(Recovered {
@@ -75,7 +76,8 @@ pub(crate) fn recover(wal: &mut Wal) -> Result<Recovered, EngineError> {
 /// restart of a big store sees it move rather than wonder if it hung.
 struct Progress {
     last: Instant,
-    replayed_bytes: u64,
+    /// The log the replay reads, to say how much of it is done.
+    extent: Option<ReplayExtent>,
 }
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -84,7 +86,7 @@ impl Progress {
     fn new() -> Self {
         Progress {
             last: Instant::now(),
-            replayed_bytes: 0,
+            extent: None,
         }
     }
 
@@ -102,12 +104,11 @@ impl Progress {
         }
     }
 
-    fn replayed(&mut self, bytes: u64, tasks: usize) {
-        self.replayed_bytes += bytes;
+    fn replayed(&mut self, at: LogPos, tasks: usize) {
         if self.due() {
             tracing::info!(
                 tasks,
-                log_mib = self.replayed_bytes >> 20,
+                percent = self.extent.map_or(0, |e| e.percent(at)),
                 "recovery: replaying the log"
             );
         }

@@ -50,5 +50,5 @@ pub use record::{RecordRef, MAX_RECORD_LEN, RECORD_BATCH};
 pub use replay::{ReplaySummary, TornTail};
 pub use segment::{decode_segment, SegmentDecode, SegmentEnd, SegmentHeader};
 pub use snapshot::{PendingSnapshot, SnapshotReader, SnapshotWriter, MAX_CHUNK_LEN};
-pub use wal::Wal;
+pub use wal::{ReplayExtent, Wal};
 pub use writer::{Done, WalWriter};

@@ -17,6 +17,7 @@ use crate::error::{io_err, WalError};
 use crate::fs::{remove_if_present, Fs, FsLock};
 use crate::layout::Layout;
 use crate::meta;
+use crate::position::LogPos;
 use crate::reader::SegmentReader;
 use crate::record::RecordRef;
 use crate::repair::repair;
@@ -128,6 +129,26 @@ impl Wal {
             .unwrap_or_else(PoisonError::into_inner)
             .extend(corrupt);
         latest
+    }
+
+    /// How much log a replay from `from_lsn` reads, roughly: the segments
+    /// from the one holding `from_lsn` to the newest, in bytes at the
+    /// configured segment size, and where that stretch starts. For progress
+    /// reports (`(seq, offset)` of a record against it); `None` for an empty
+    /// log.
+    pub fn replay_extent(&self, from_lsn: u64) -> Option<ReplayExtent> {
+        let segments = &self.catalog.segments;
+        let first = segments
+            .iter()
+            .rposition(|s| s.header.first_lsn <= from_lsn)
+            .unwrap_or(0);
+        let first_seq = segments.get(first)?.header.seq;
+        let last_seq = segments.last()?.header.seq;
+        Some(ReplayExtent {
+            first_seq,
+            segment_size: self.cfg.segment_size,
+            bytes: (last_seq - first_seq + 1) * self.cfg.segment_size,
+        })
     }
 
     /// Calls `f` with every record whose lsn is `>= from_lsn`, in order,
@@ -248,4 +269,21 @@ fn preallocate_or_header_only(
 ) -> Result<SegmentFile, WalError> {
     preallocate(fs, layout, seq, len)
         .or_else(|_| preallocate(fs, layout, seq, SEGMENT_HEADER_LEN as u64))
+}
+
+/// The stretch of log a replay reads, for progress reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayExtent {
+    first_seq: u64,
+    segment_size: u64,
+    /// Segments' bytes from the first read to the newest, at full size.
+    pub bytes: u64,
+}
+
+impl ReplayExtent {
+    /// Percent of the stretch that lies before `at` (0 to 100).
+    pub fn percent(&self, at: LogPos) -> u64 {
+        let done = at.seq.saturating_sub(self.first_seq) * self.segment_size + at.offset;
+        (done * 100 / self.bytes.max(1)).min(100)
+    }
 }
