@@ -6,16 +6,21 @@
 //! operation was acknowledged (and a line before each ack it attempts). The
 //! parent SIGKILLs it at random moments, then reopens the data directory and
 //! proves: every acknowledged enqueue is present unless an ack of it was
-//! attempted, and no acknowledged ack came back.
+//! attempted, no acknowledged ack came back, and every task present still
+//! carries its own payload, byte for byte. A fifth of the claimed tasks fail
+//! for good and stay (dead tasks keep their payloads), so segments go mostly
+//! dead and compaction moves the survivors' payloads while the kills land:
+//! at the end the log holds little more than the live payloads.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rand::Rng;
-use spool_core::{ClaimRequest, ListRequest, NewTask, Payload, QueueName, Store};
+use spool_core::{ClaimRequest, FailRequest, ListRequest, NewTask, Payload, QueueName, Store};
 use spool_engine::{Engine, EngineConfig};
 
 const CHILD_ENV: &str = "SPOOL_KILL9_CHILD_DIR";
@@ -40,25 +45,43 @@ fn kill9_child_process() {
         let queue = QueueName::new("ledger").unwrap();
         let mut out = std::io::stdout().lock();
         let mut rng = rand::thread_rng();
+        // Payload tags unique across children: a random prefix and a count.
+        let run: u32 = rng.gen();
+        let mut count = 0u64;
         loop {
             let n = rng.gen_range(1..40);
-            let tasks = (0..n)
-                .map(|_| NewTask::new(Payload::binary(vec![7u8; 100])))
+            let tags: Vec<String> = (0..n)
+                .map(|_| {
+                    count += 1;
+                    format!("{run:08x}.{count}")
+                })
+                .collect();
+            let tasks = tags
+                .iter()
+                .map(|tag| NewTask::new(Payload::binary(payload_of(tag))))
                 .collect();
             let ids = engine.enqueue(&queue, tasks).await.expect("enqueue");
-            for o in ids {
-                writeln!(out, "E {}", o.id.0).unwrap();
+            for (o, tag) in ids.iter().zip(&tags) {
+                writeln!(out, "E {} {tag}", o.id.0).unwrap();
             }
             out.flush().unwrap();
+            // Claims outpace enqueues, so the queue stays short and what
+            // stays behind is the dead fifth: spread thin over the log.
             let claimed = engine
-                .claim(ClaimRequest::new(queue.clone(), "child").max(rng.gen_range(1..50)))
+                .claim(ClaimRequest::new(queue.clone(), "child").max(rng.gen_range(1..80)))
                 .await
                 .expect("claim");
-            let acks = claimed
+            let (acks, dead): (Vec<_>, Vec<_>) = claimed
                 .iter()
-                .filter(|_| rng.gen_bool(0.8))
                 .map(|t| (t.id, t.lease.as_ref().unwrap().token))
-                .collect::<Vec<_>>();
+                .partition(|_| rng.gen_bool(0.8));
+            for (id, token) in dead {
+                let fail = FailRequest {
+                    discard: true,
+                    ..FailRequest::new("stays behind")
+                };
+                engine.fail(id, token, fail).await.expect("fail");
+            }
             // Announce the acks first: one killed in flight may or may not
             // have landed, and the checker must know it was attempted.
             for (id, _) in &acks {
@@ -75,18 +98,36 @@ fn kill9_child_process() {
     });
 }
 
-async fn all_ids(engine: &Engine) -> HashSet<u64> {
+/// A task's payload: its tag, padded to 100 bytes.
+fn payload_of(tag: &str) -> Vec<u8> {
+    format!("{tag:<100}").into_bytes()
+}
+
+/// Every task present, with its payload.
+async fn all_tasks(engine: &Engine) -> HashMap<u64, Vec<u8>> {
     let mut req = ListRequest::new(QueueName::new("ledger").unwrap());
     req.limit = 1000;
-    let mut ids = HashSet::new();
+    let mut tasks = HashMap::new();
     loop {
         let page = engine.list(req.clone()).await.unwrap();
-        ids.extend(page.tasks.iter().map(|t| t.id.0));
+        tasks.extend(
+            page.tasks
+                .iter()
+                .map(|t| (t.id.0, t.payload.bytes.to_vec())),
+        );
         match page.next_cursor {
             Some(c) => req.cursor = Some(c),
-            None => return ids,
+            None => return tasks,
         }
     }
+}
+
+/// Bytes of the data directory's log segments.
+fn log_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
 }
 
 #[test]
@@ -94,7 +135,8 @@ fn nothing_acknowledged_is_lost_across_kill9() {
     let dir = tempfile::tempdir().unwrap();
     let dir_s = dir.path().to_str().unwrap().to_string();
     let exe = std::env::current_exe().unwrap();
-    let mut enqueued: HashSet<u64> = HashSet::new();
+    // Every acknowledged enqueue, with its payload's tag.
+    let mut enqueued: HashMap<u64, String> = HashMap::new();
     let mut acked: HashSet<u64> = HashSet::new();
     // Acks sent but not (yet) acknowledged: the task may be gone or not.
     let mut acking: HashSet<u64> = HashSet::new();
@@ -132,39 +174,65 @@ fn nothing_acknowledged_is_lost_across_kill9() {
         child.wait().unwrap();
         let lines = reader.join().unwrap();
         // The test harness prints its own lines too; only ledger lines count.
-        for (op, id) in lines
-            .iter()
-            .filter_map(|l| l.split_once(' '))
-            .filter_map(|(op, id)| Some((op, id.parse::<u64>().ok()?)))
-        {
-            match op {
-                "E" => assert!(enqueued.insert(id), "id {id} handed out twice"),
-                "C" => {
+        for (op, id, tag) in lines.iter().filter_map(|l| {
+            let mut words = l.split(' ');
+            let op = words.next()?;
+            let id = words.next()?.parse::<u64>().ok()?;
+            Some((op, id, words.next()))
+        }) {
+            match (op, tag) {
+                ("E", Some(tag)) => assert!(
+                    enqueued.insert(id, tag.to_string()).is_none(),
+                    "id {id} handed out twice"
+                ),
+                ("C", None) => {
                     acking.insert(id);
                 }
-                "A" => assert!(acked.insert(id), "id {id} acked twice"),
+                ("A", None) => assert!(acked.insert(id), "id {id} acked twice"),
                 _ => {}
             }
         }
         let present = rt.block_on(async {
             let engine = Engine::open(config(&dir_s)).expect("reopen after kill -9");
-            all_ids(&engine).await
+            all_tasks(&engine).await
         });
-        for id in &enqueued {
+        for (id, tag) in &enqueued {
             if acked.contains(id) {
                 assert!(
-                    !present.contains(id),
+                    !present.contains_key(id),
                     "acked task {id} came back (round {round})"
                 );
             } else if !acking.contains(id) {
                 assert!(
-                    present.contains(id),
+                    present.contains_key(id),
                     "acknowledged enqueue {id} lost (round {round})"
+                );
+            }
+            if let Some(payload) = present.get(id) {
+                assert!(
+                    *payload == payload_of(tag),
+                    "task {id}'s payload changed (round {round})"
                 );
             }
         }
         assert!(!lines.is_empty() || round > 0, "the child did no work");
     }
+    // Two checkpoints: the first queues compaction of what is left, the
+    // second reclaims the segments it emptied.
+    let live = rt.block_on(async {
+        let engine = Engine::open(config(&dir_s)).unwrap();
+        for _ in 0..2 {
+            engine.checkpoint().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        all_tasks(&engine).await.len() as u64 * 100
+    });
+    let log = log_bytes(dir.path());
+    eprintln!("log {log} bytes, live payloads {live} bytes");
+    assert!(
+        log < 4 * live + 1024 * 1024,
+        "the log holds {log} bytes for {live} bytes of live payloads"
+    );
     assert!(
         enqueued.len() > 1000,
         "too little work to prove anything: {}",
