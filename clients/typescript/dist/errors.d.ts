@@ -15,259 +15,56 @@ export declare class SpoolError extends Error {
         cause?: unknown;
     });
 }
-declare const BadRequest_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
+/** The class of one stable code: `LeaseLost.code` is `"lease_lost"`, as is its errors' `code`. */
+export interface CodedError<C extends string = string> {
+    new (message: string, status?: number): SpoolError & {
+        readonly code: C;
     };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+    readonly code: C;
+}
+declare const BadRequest_base: CodedError<"bad_request">;
 export declare class BadRequest extends BadRequest_base {
 }
-declare const Unauthorized_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const Unauthorized_base: CodedError<"unauthorized">;
 export declare class Unauthorized extends Unauthorized_base {
 }
-declare const NotFound_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const NotFound_base: CodedError<"not_found">;
 export declare class NotFound extends NotFound_base {
 }
-declare const MethodNotAllowed_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const MethodNotAllowed_base: CodedError<"method_not_allowed">;
 export declare class MethodNotAllowed extends MethodNotAllowed_base {
 }
-declare const RequestTimeout_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const RequestTimeout_base: CodedError<"request_timeout">;
 export declare class RequestTimeout extends RequestTimeout_base {
 }
-declare const LeaseLost_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const LeaseLost_base: CodedError<"lease_lost">;
 /** The lease token is not the task's current one: the lease expired or moved on. */
 export declare class LeaseLost extends LeaseLost_base {
 }
-declare const LeaseHeld_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const LeaseHeld_base: CodedError<"lease_held">;
 /** The task is leased, so it cannot be changed. */
 export declare class LeaseHeld extends LeaseHeld_base {
 }
-declare const PayloadTooLarge_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const PayloadTooLarge_base: CodedError<"payload_too_large">;
 export declare class PayloadTooLarge extends PayloadTooLarge_base {
 }
-declare const UnsupportedMediaType_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const UnsupportedMediaType_base: CodedError<"unsupported_media_type">;
 export declare class UnsupportedMediaType extends UnsupportedMediaType_base {
 }
-declare const Overloaded_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const Overloaded_base: CodedError<"overloaded">;
 export declare class Overloaded extends Overloaded_base {
 }
-declare const HeadersTooLarge_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const HeadersTooLarge_base: CodedError<"headers_too_large">;
 export declare class HeadersTooLarge extends HeadersTooLarge_base {
 }
-declare const Internal_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const Internal_base: CodedError<"internal">;
 export declare class Internal extends Internal_base {
 }
-declare const Unavailable_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const Unavailable_base: CodedError<"unavailable">;
 /** The server's store is down; the server reconnects by itself. */
 export declare class Unavailable extends Unavailable_base {
 }
-declare const ConnectionFailed_base: {
-    new (message: string, status?: number): {
-        /** The stable code, e.g. `not_found`. */
-        readonly code: string;
-        /** The HTTP status, when the server answered. */
-        readonly status: number | undefined;
-        name: string;
-        message: string;
-        stack?: string;
-        cause?: unknown;
-    };
-    readonly code: string;
-    captureStackTrace(targetObject: object, constructorOpt?: Function): void;
-    prepareStackTrace(err: Error, stackTraces: NodeJS.CallSite[]): any;
-    stackTraceLimit: number;
-};
+declare const ConnectionFailed_base: CodedError<"connection_failed">;
 /** The server could not be reached, or did not answer in time. */
 export declare class ConnectionFailed extends ConnectionFailed_base {
 }

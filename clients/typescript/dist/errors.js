@@ -18,6 +18,10 @@ export class SpoolError extends Error {
         this.status = status;
     }
 }
+// Typed as `CodedError` so that the declarations name it, rather than spell
+// out `Error`'s static side (which needs Node's types to compile), and so
+// that each class's `code` is its own literal: the classes differ in type, and
+// `instanceof` narrows one from another.
 function coded(code) {
     return class extends SpoolError {
         static code = code;

@@ -21,9 +21,20 @@ export class SpoolError extends Error {
   }
 }
 
-function coded(code: string) {
+/** The class of one stable code: `LeaseLost.code` is `"lease_lost"`, as is its errors' `code`. */
+export interface CodedError<C extends string = string> {
+  new (message: string, status?: number): SpoolError & { readonly code: C };
+  readonly code: C;
+}
+
+// Typed as `CodedError` so that the declarations name it, rather than spell
+// out `Error`'s static side (which needs Node's types to compile), and so
+// that each class's `code` is its own literal: the classes differ in type, and
+// `instanceof` narrows one from another.
+function coded<C extends string>(code: C): CodedError<C> {
   return class extends SpoolError {
     static readonly code = code;
+    declare readonly code: C;
     constructor(message: string, status?: number) {
       super(message, code, status);
     }
@@ -49,7 +60,7 @@ export class Unavailable extends coded("unavailable") {}
 /** The server could not be reached, or did not answer in time. */
 export class ConnectionFailed extends coded("connection_failed") {}
 
-const byCode = new Map<string, new (message: string, status?: number) => SpoolError>(
+const byCode = new Map<string, CodedError>(
   [
     BadRequest,
     Unauthorized,
