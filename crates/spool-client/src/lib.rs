@@ -1,6 +1,7 @@
 //! `RemoteStore`: Spool's [`spool_core::Store`] over the HTTP API of a Spool
 //! server (docs/spec.md §7), so workers and producers in other processes or on other
-//! machines share one embedded engine.
+//! machines share one embedded engine; `RespStore`: the same over the
+//! server's RESP listener (docs/resp.md, module `resp`).
 //!
 //! A map: `builder` sets a store up; `remote` implements the trait, one HTTP
 //! call per operation (`schedules` holds the schedule calls and their JSON);
@@ -15,9 +16,11 @@
 mod builder;
 mod http;
 mod remote;
+mod resp;
 mod schedules;
 mod wire;
 
 pub use builder::RemoteStoreBuilder;
 pub use http::ClientError;
 pub use remote::RemoteStore;
+pub use resp::{RespStore, RespStoreBuilder};

@@ -16,6 +16,8 @@ pub type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 pub struct TestServer {
     child: Child,
     /// `http://127.0.0.1:PORT`, no trailing slash.
+    // The RESP conformance binary talks to the RESP address only.
+    #[allow(dead_code)]
     pub base: String,
 }
 
@@ -36,6 +38,24 @@ impl TestServer {
     pub fn start_with(
         store_args: &[&str],
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Self::spawn(store_args, false).map(|(server, _)| server)
+    }
+
+    /// As [`TestServer::start_with`], and waits for the RESP listener too:
+    /// the second value is its `127.0.0.1:PORT`.
+    // Only the RESP test binaries connect to the RESP listener.
+    #[allow(dead_code)]
+    pub fn start_resp(
+        store_args: &[&str],
+    ) -> Result<(Self, String), Box<dyn std::error::Error + Send + Sync>> {
+        let (server, resp) = Self::spawn(store_args, true)?;
+        Ok((server, resp.ok_or("no RESP address")?))
+    }
+
+    fn spawn(
+        store_args: &[&str],
+        resp: bool,
+    ) -> Result<(Self, Option<String>), Box<dyn std::error::Error + Send + Sync>> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(store_args)
@@ -45,7 +65,7 @@ impl TestServer {
         let mut lines = BufReader::new(stderr).lines();
         let mut log = Vec::new();
         // Port 0: the server logs the address the OS gave it.
-        let addr = loop {
+        let mut wait_for = |marker: &str| loop {
             let Some(line) = lines.next() else {
                 let status = child.wait()?;
                 return Err(format!(
@@ -55,21 +75,27 @@ impl TestServer {
                 .into());
             };
             let line = line?;
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest
-                    .split_whitespace()
-                    .next()
-                    .ok_or("no address")?
-                    .to_string();
+            if let Some(rest) = line.split(marker).nth(1) {
+                let addr = rest.split_whitespace().next().ok_or("no address")?;
+                return Ok::<_, Box<dyn std::error::Error + Send + Sync>>(addr.to_string());
             }
             log.push(line);
         };
+        let addr = wait_for("listening on http://")?;
+        let resp = if resp {
+            Some(wait_for("RESP listening on ")?)
+        } else {
+            None
+        };
         // Keep draining the log: a full pipe would block the server.
         std::thread::spawn(move || lines.for_each(drop));
-        Ok(TestServer {
-            child,
-            base: format!("http://{addr}"),
-        })
+        Ok((
+            TestServer {
+                child,
+                base: format!("http://{addr}"),
+            },
+            resp,
+        ))
     }
 
     /// The server's process id, for readings in /proc.

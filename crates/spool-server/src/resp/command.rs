@@ -11,8 +11,11 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use spool_core::store::{MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORKER_ID};
 use spool_core::task::RunAt;
-use spool_core::{Kind, NewTask, Payload, QueueName, StoreError, TaskId, TaskKey, Timestamp};
+use spool_core::{
+    Kind, NewTask, Payload, QueueName, StoreError, TaskId, TaskKey, TaskPatch, TaskRef, Timestamp,
+};
 
+use super::manage::{self, Manage};
 use crate::rfc3339::{MAX_MILLIS, MIN_MILLIS};
 use crate::wire;
 
@@ -50,20 +53,34 @@ pub enum Command {
         message: String,
         retry_at: Option<Timestamp>,
         discard: bool,
+        /// `FULL`: answer the whole task instead of its state.
+        full: bool,
     },
     Extend {
         id: TaskId,
         token: Bytes,
         lease: Duration,
+        /// `FULL`: answer the whole task instead of the new expiry.
+        full: bool,
     },
     Release {
         id: TaskId,
         token: Bytes,
     },
-    Get(TaskId),
-    Cancel(TaskId),
+    Snooze {
+        id: TaskId,
+        token: Bytes,
+        run_at: Timestamp,
+    },
+    Get(TaskRef),
+    Cancel(TaskRef),
+    Update(TaskRef, TaskPatch),
+    Retry(TaskId),
+    RetryDead(QueueName),
     Queues,
     Pause(QueueName, bool),
+    /// Listing, queue settings, the clock and schedules.
+    Manage(Manage),
 }
 
 /// `CLAIM`'s options; the worker defaults to the connection's name.
@@ -74,6 +91,8 @@ pub struct ClaimArgs {
     pub wait: Duration,
     pub lease: Option<Duration>,
     pub worker: Option<String>,
+    /// `FULL`: each task with every field, as `GET` shows it, plus its token.
+    pub full: bool,
 }
 
 impl Command {
@@ -123,6 +142,7 @@ pub fn parse(args: &[Bytes]) -> Parsed {
             Command::Empty
         }
         "ENQUEUE" => enqueue(&mut a)?,
+        "ENQUEUEBATCH" => enqueue_batch(&mut a)?,
         "ENQUEUEMANY" => {
             let queue = a.queue()?;
             let mut tasks = Vec::new();
@@ -168,17 +188,32 @@ pub fn parse(args: &[Bytes]) -> Parsed {
         "EXTEND" => {
             let (id, token) = (a.id()?, a.bytes()?);
             let lease = wire::non_zero_ms("lease_ms", a.number("ms")?)?;
-            Command::Extend { id, token, lease }
+            let full = a.flag("FULL")?;
+            Command::Extend {
+                id,
+                token,
+                lease,
+                full,
+            }
         }
         "RELEASE" => Command::Release {
             id: a.id()?,
             token: a.bytes()?,
         },
-        "GET" => Command::Get(a.id()?),
-        "CANCEL" => Command::Cancel(a.id()?),
+        "SNOOZE" => Command::Snooze {
+            id: a.id()?,
+            token: a.bytes()?,
+            run_at: a.unix_ms("run_at")?,
+        },
+        "GET" => Command::Get(a.task_ref()?),
+        "CANCEL" => Command::Cancel(a.task_ref()?),
+        "UPDATE" => update(&mut a)?,
+        "RETRY" => Command::Retry(a.id()?),
+        "RETRYDEAD" => Command::RetryDead(a.queue()?),
         "QUEUES" => Command::Queues,
         "PAUSE" => Command::Pause(a.queue()?, true),
         "RESUME" => Command::Pause(a.queue()?, false),
+        "LIST" | "QUEUE" | "TIME" | "SCHEDULE" => Command::Manage(manage::parse(&name, &mut a)?),
         _ => {
             return Err(StoreError::bad_request(format!(
                 "unknown command '{}'",
@@ -188,6 +223,16 @@ pub fn parse(args: &[Bytes]) -> Parsed {
     };
     a.finish()?;
     Ok(cmd)
+}
+
+/// `BINARY` keeps the bytes as binary whatever they look like; without it
+/// the payload rule below decides.
+pub fn payload_as(bytes: Bytes, binary: bool) -> Payload {
+    if binary {
+        Payload::binary(bytes)
+    } else {
+        payload(bytes)
+    }
 }
 
 /// The payload rule: bytes that are valid JSON are kept as JSON (and read
@@ -245,20 +290,49 @@ fn client(a: &mut Args<'_>) -> Parsed {
 
 fn enqueue(a: &mut Args<'_>) -> Parsed {
     let queue = a.queue()?;
-    let mut task = NewTask::new(payload(a.bytes()?));
-    let (mut delay, mut at) = (None, None);
+    let task = task(a, false)?;
+    Ok(Command::Enqueue(queue, task))
+}
+
+/// `ENQUEUEBATCH queue TASK payload [options] [TASK payload [options] ...]`:
+/// `ENQUEUE`'s options per task, created all or none.
+fn enqueue_batch(a: &mut Args<'_>) -> Parsed {
+    let queue = a.queue()?;
+    let mut tasks = Vec::new();
+    while let Some(word) = a.optional() {
+        a.expect_option(&word, "TASK")?;
+        if tasks.len() == MAX_BATCH {
+            return Err(StoreError::bad_request(format!(
+                "ENQUEUEBATCH takes 1 to {MAX_BATCH} tasks"
+            )));
+        }
+        tasks.push(task(a, true)?);
+    }
+    if tasks.is_empty() {
+        return Err(StoreError::bad_request(format!(
+            "ENQUEUEBATCH takes 1 to {MAX_BATCH} tasks"
+        )));
+    }
+    Ok(Command::EnqueueMany(queue, tasks))
+}
+
+/// A payload and `ENQUEUE`'s options. In a batch, the word `TASK` in an
+/// option's place ends this task.
+fn task(a: &mut Args<'_>, in_batch: bool) -> Result<NewTask, StoreError> {
+    let raw = a.bytes()?;
+    let mut task = NewTask::default();
+    let (mut delay, mut at, mut binary) = (None, None, false);
     while let Some(opt) = a.optional() {
         let upper = opt.to_ascii_uppercase();
         match upper.as_slice() {
+            b"TASK" if in_batch => {
+                a.at -= 1;
+                break;
+            }
             b"KEY" => task.key = Some(TaskKey::new(a.string("KEY")?)?),
             b"DELAY" => delay = Some(wire::duration_ms("delay_ms", a.number("DELAY")?)?),
             b"AT" => at = Some(a.unix_ms("AT")?),
-            b"PRIORITY" => {
-                task.priority = a
-                    .string("PRIORITY")?
-                    .parse()
-                    .map_err(|_| StoreError::bad_request("PRIORITY must be -32768 to 32767"))?
-            }
+            b"PRIORITY" => task.priority = a.priority()?,
             b"MAXATTEMPTS" => {
                 let n = u32::try_from(a.number("MAXATTEMPTS")?)
                     .ok()
@@ -272,9 +346,11 @@ fn enqueue(a: &mut Args<'_>) -> Parsed {
                 wire::non_zero_ms("lease_ms", ms)?;
                 task.lease_ms = Some(ms);
             }
+            b"BINARY" => binary = true,
             _ => return Err(a.unknown_option(&opt)),
         }
     }
+    task.payload = payload_as(raw, binary);
     task.run_at = match (delay, at) {
         (Some(_), Some(_)) => {
             return Err(StoreError::bad_request(
@@ -285,7 +361,29 @@ fn enqueue(a: &mut Args<'_>) -> Parsed {
         (None, Some(t)) => RunAt::At(t),
         (None, None) => RunAt::Now,
     };
-    Ok(Command::Enqueue(queue, task))
+    Ok(task)
+}
+
+/// `UPDATE id|KEY queue key [PAYLOAD p [BINARY]] [RUNAT unix_ms] [PRIORITY p]`.
+fn update(a: &mut Args<'_>) -> Parsed {
+    let target = a.task_ref()?;
+    let mut patch = TaskPatch::default();
+    let (mut raw, mut binary) = (None, false);
+    while let Some(opt) = a.optional() {
+        match opt.to_ascii_uppercase().as_slice() {
+            b"PAYLOAD" => raw = Some(a.bytes()?),
+            b"BINARY" => binary = true,
+            b"RUNAT" => patch.run_at = Some(a.unix_ms("RUNAT")?),
+            b"PRIORITY" => patch.priority = Some(a.priority()?),
+            _ => return Err(a.unknown_option(&opt)),
+        }
+    }
+    patch.payload = match raw {
+        Some(raw) => Some(payload_as(raw, binary)),
+        None if binary => return Err(StoreError::bad_request("BINARY needs PAYLOAD")),
+        None => None,
+    };
+    Ok(Command::Update(target, patch))
 }
 
 fn claim(a: &mut Args<'_>) -> Parsed {
@@ -295,6 +393,7 @@ fn claim(a: &mut Args<'_>) -> Parsed {
         wait: Duration::ZERO,
         lease: None,
         worker: None,
+        full: false,
     };
     while let Some(opt) = a.optional() {
         match opt.to_ascii_uppercase().as_slice() {
@@ -325,6 +424,7 @@ fn claim(a: &mut Args<'_>) -> Parsed {
                 }
                 c.worker = Some(w);
             }
+            b"FULL" => c.full = true,
             _ => return Err(a.unknown_option(&opt)),
         }
     }
@@ -334,11 +434,12 @@ fn claim(a: &mut Args<'_>) -> Parsed {
 fn fail(a: &mut Args<'_>) -> Parsed {
     let (id, token) = (a.id()?, a.bytes()?);
     let message = a.string("message")?;
-    let (mut retry_at, mut discard) = (None, false);
+    let (mut retry_at, mut discard, mut full) = (None, false, false);
     while let Some(opt) = a.optional() {
         match opt.to_ascii_uppercase().as_slice() {
             b"RETRYAT" => retry_at = Some(a.unix_ms("RETRYAT")?),
             b"DISCARD" => discard = true,
+            b"FULL" => full = true,
             _ => return Err(a.unknown_option(&opt)),
         }
     }
@@ -353,24 +454,25 @@ fn fail(a: &mut Args<'_>) -> Parsed {
         message,
         retry_at,
         discard,
+        full,
     })
 }
 
 /// The arguments after the command name, read in order.
-struct Args<'a> {
+pub(super) struct Args<'a> {
     name: &'a str,
     rest: &'a [Bytes],
     at: usize,
 }
 
 impl Args<'_> {
-    fn optional(&mut self) -> Option<Bytes> {
+    pub(super) fn optional(&mut self) -> Option<Bytes> {
         let v = self.rest.get(self.at).cloned();
         self.at += usize::from(v.is_some());
         v
     }
 
-    fn bytes(&mut self) -> Result<Bytes, StoreError> {
+    pub(super) fn bytes(&mut self) -> Result<Bytes, StoreError> {
         self.optional().ok_or_else(|| {
             StoreError::bad_request(format!(
                 "wrong number of arguments for '{}'; see docs/resp.md",
@@ -379,12 +481,12 @@ impl Args<'_> {
         })
     }
 
-    fn string(&mut self, what: &str) -> Result<String, StoreError> {
+    pub(super) fn string(&mut self, what: &str) -> Result<String, StoreError> {
         String::from_utf8(self.bytes()?.to_vec())
             .map_err(|_| StoreError::bad_request(format!("{what} must be UTF-8 text")))
     }
 
-    fn number(&mut self, what: &str) -> Result<u64, StoreError> {
+    pub(super) fn number(&mut self, what: &str) -> Result<u64, StoreError> {
         let b = self.bytes()?;
         std::str::from_utf8(&b)
             .ok()
@@ -395,15 +497,43 @@ impl Args<'_> {
             })
     }
 
-    fn id(&mut self) -> Result<TaskId, StoreError> {
+    pub(super) fn id(&mut self) -> Result<TaskId, StoreError> {
         self.number("id").map(TaskId)
     }
 
-    fn queue(&mut self) -> Result<QueueName, StoreError> {
+    /// `id`, or `KEY queue key`.
+    fn task_ref(&mut self) -> Result<TaskRef, StoreError> {
+        if self
+            .rest
+            .get(self.at)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"KEY"))
+        {
+            self.at += 1;
+            let queue = self.queue()?;
+            return Ok(TaskRef::Key(queue, TaskKey::new(self.string("key")?)?));
+        }
+        self.id().map(TaskRef::Id)
+    }
+
+    fn priority(&mut self) -> Result<i16, StoreError> {
+        self.string("PRIORITY")?
+            .parse()
+            .map_err(|_| StoreError::bad_request("PRIORITY must be -32768 to 32767"))
+    }
+
+    /// An optional last word `flag`; anything else there is refused.
+    fn flag(&mut self, flag: &str) -> Result<bool, StoreError> {
+        match self.optional() {
+            None => Ok(false),
+            Some(w) => self.expect_option(&w, flag).map(|()| true),
+        }
+    }
+
+    pub(super) fn queue(&mut self) -> Result<QueueName, StoreError> {
         Ok(QueueName::new(self.string("queue")?)?)
     }
 
-    fn unix_ms(&mut self, what: &str) -> Result<Timestamp, StoreError> {
+    pub(super) fn unix_ms(&mut self, what: &str) -> Result<Timestamp, StoreError> {
         let b = self.bytes()?;
         std::str::from_utf8(&b)
             .ok()
@@ -417,7 +547,7 @@ impl Args<'_> {
             })
     }
 
-    fn expect_option(&self, got: &[u8], want: &str) -> Result<(), StoreError> {
+    pub(super) fn expect_option(&self, got: &[u8], want: &str) -> Result<(), StoreError> {
         if got.eq_ignore_ascii_case(want.as_bytes()) {
             Ok(())
         } else {
@@ -425,7 +555,7 @@ impl Args<'_> {
         }
     }
 
-    fn unknown_option(&self, got: &[u8]) -> StoreError {
+    pub(super) fn unknown_option(&self, got: &[u8]) -> StoreError {
         StoreError::bad_request(format!(
             "unknown option '{}' for '{}'; see docs/resp.md",
             String::from_utf8_lossy(&got[..got.len().min(64)]),
@@ -489,6 +619,42 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_gives_each_task_its_own_options() {
+        let Ok(Command::EnqueueMany(_, tasks)) = cmd(&[
+            "ENQUEUEBATCH",
+            "q",
+            "TASK",
+            "{}",
+            "BINARY",
+            "KEY",
+            "TASK",
+            "TASK",
+            "TASK",
+            "PRIORITY",
+            "2",
+        ]) else {
+            panic!("not a batch")
+        };
+        assert_eq!(tasks.len(), 2);
+        assert_eq!(tasks[0].payload, Payload::binary(&b"{}"[..]));
+        assert_eq!(tasks[0].key.as_ref().unwrap().as_str(), "TASK");
+        assert_eq!(tasks[1].payload, Payload::binary(&b"TASK"[..]));
+        assert_eq!(tasks[1].priority, 2);
+    }
+
+    #[test]
+    fn tasks_are_addressed_by_id_or_by_key() {
+        let Ok(Command::Get(TaskRef::Key(q, k))) = cmd(&["GET", "KEY", "mail", "k1"]) else {
+            panic!("not a get by key")
+        };
+        assert_eq!((q.as_str(), k.as_str()), ("mail", "k1"));
+        assert!(matches!(
+            cmd(&["CANCEL", "7"]),
+            Ok(Command::Cancel(TaskRef::Id(TaskId(7))))
+        ));
+    }
+
+    #[test]
     fn bad_arguments_are_refused_with_bad_request() {
         for words in [
             &["ENQUEUE", "q"][..],
@@ -505,6 +671,24 @@ mod tests {
             &["FAIL", "1", "t", "m", "RETRYAT", "1", "DISCARD"],
             &["EXTEND", "1", "t", "0"],
             &["SELECT", "1"],
+            &["ENQUEUEBATCH", "q"],
+            &["ENQUEUEBATCH", "q", "x"],
+            &["ENQUEUEBATCH", "q", "TASK", "x", "COLOR", "red"],
+            &["GET", "KEY", "q"],
+            &["UPDATE", "1", "BINARY"],
+            &["LIST", "q", "ORDER", "random"],
+            &["QUEUE", "SET", "q", "PAUSED", "yes"],
+            &[
+                "SCHEDULE",
+                "SET",
+                "s",
+                "q",
+                "{}",
+                "EVERY",
+                "1000",
+                "CRON",
+                "* * * * *",
+            ],
             &["NOPE"],
         ] {
             let e = cmd(words).unwrap_err();

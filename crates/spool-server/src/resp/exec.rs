@@ -12,12 +12,12 @@
 use bytes::{Bytes, BytesMut};
 use spool_core::store::MAX_BATCH;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, NewTask, QueueName, StoreError, Task, TaskId,
-    TaskRef,
+    ClaimRequest, EnqueueOutcome, FailRequest, NewTask, QueueName, StoreError, TaskId, TaskRef,
 };
 
 use super::command::{self, ClaimArgs, Command};
 use super::reply::{Proto, Reply};
+use super::{manage, shape};
 use crate::api::token;
 use crate::auth;
 use crate::error::ApiError;
@@ -159,7 +159,7 @@ async fn enqueue(
 }
 
 /// RESP2: the id. RESP3: `{id, duplicate}`.
-fn enqueued(o: EnqueueOutcome, proto: Proto) -> Reply {
+pub(super) fn enqueued(o: EnqueueOutcome, proto: Proto) -> Reply {
     match proto {
         Proto::Resp2 => Reply::Int(o.id.0 as i64),
         Proto::Resp3 => Reply::Map(vec![
@@ -295,6 +295,7 @@ async fn one(st: &AppState, s: &mut Session, cmd: Command) -> Result<Reply, ApiE
             message,
             retry_at,
             discard,
+            full,
         } => {
             let token = lease_token(st, id, &token).await?;
             let req = FailRequest {
@@ -303,43 +304,59 @@ async fn one(st: &AppState, s: &mut Session, cmd: Command) -> Result<Reply, ApiE
                 discard,
             };
             let task = st.call(st.store().fail(id, token, req)).await?;
-            Reply::Simple(task.state.as_str())
+            if full {
+                shape::task(&task, false)
+            } else {
+                Reply::Simple(task.state.as_str())
+            }
         }
-        Command::Extend { id, token, lease } => {
+        Command::Extend {
+            id,
+            token,
+            lease,
+            full,
+        } => {
             let token = lease_token(st, id, &token).await?;
             let task = st.call(st.store().extend(id, token, lease)).await?;
-            Reply::Int(task.lease.map_or(0, |l| l.expires_at.0))
+            if full {
+                shape::task(&task, false)
+            } else {
+                Reply::Int(task.lease.map_or(0, |l| l.expires_at.0))
+            }
         }
         Command::Release { id, token } => {
             let token = lease_token(st, id, &token).await?;
             st.call(st.store().release(id, token)).await?;
             Reply::OK
         }
-        Command::Get(id) => task_map(&st.call(st.store().get(TaskRef::Id(id))).await?),
-        Command::Cancel(id) => {
-            st.call(st.store().cancel(TaskRef::Id(id))).await?;
+        Command::Snooze { id, token, run_at } => {
+            let token = lease_token(st, id, &token).await?;
+            shape::task(&st.call(st.store().snooze(id, token, run_at)).await?, false)
+        }
+        Command::Get(target) => shape::task(&st.call(st.store().get(target)).await?, false),
+        Command::Cancel(target) => {
+            st.call(st.store().cancel(target)).await?;
             Reply::OK
         }
+        Command::Update(target, patch) => {
+            shape::task(&st.call(st.store().update(target, patch)).await?, false)
+        }
+        Command::Retry(id) => shape::task(&st.call(st.store().retry(id)).await?, false),
+        Command::RetryDead(queue) => shape::count(st.call(st.store().retry_dead(&queue)).await?),
         Command::Queues => Reply::Array(
             st.call(st.store().stats())
                 .await?
-                .into_iter()
-                .map(|q| {
-                    Reply::Map(vec![
-                        ("name", Reply::text(q.name.to_string())),
-                        ("paused", Reply::Bool(q.paused)),
-                        ("scheduled", count(q.counts.scheduled)),
-                        ("ready", count(q.counts.ready)),
-                        ("leased", count(q.counts.leased)),
-                        ("dead", count(q.counts.dead)),
-                    ])
-                })
+                .iter()
+                .map(shape::queue_stats)
                 .collect(),
         ),
         Command::Pause(queue, paused) => {
+            // As over HTTP: a concurrent QUEUE SET must not undo this.
+            let _changing = st.settings_lock().await;
             st.call(st.store().set_paused(&queue, paused)).await?;
             Reply::OK
         }
+        Command::Manage(m) => manage::run(st, s.proto, m).await?,
     })
 }
 
@@ -395,6 +412,11 @@ async fn claim(st: &AppState, s: &Session, a: ClaimArgs) -> Result<Reply, ApiErr
     if !tasks.is_empty() {
         metrics::counter!(CLAIMED, "queue" => queue).increment(tasks.len() as u64);
     }
+    if a.full {
+        return Ok(Reply::Array(
+            tasks.iter().map(|t| shape::task(t, true)).collect(),
+        ));
+    }
     Ok(Reply::Array(
         tasks
             .iter()
@@ -417,58 +439,4 @@ async fn claim(st: &AppState, s: &Session, a: ClaimArgs) -> Result<Reply, ApiErr
             })
             .collect(),
     ))
-}
-
-fn count(n: u64) -> Reply {
-    Reply::Int(i64::try_from(n).unwrap_or(i64::MAX))
-}
-
-fn or_null<T>(v: Option<T>, f: impl FnOnce(T) -> Reply) -> Reply {
-    v.map_or(Reply::Null, f)
-}
-
-/// Every field of a task (docs/spec.md §2), times in Unix milliseconds; the lease
-/// token is never shown here, as over HTTP.
-fn task_map(t: &Task) -> Reply {
-    Reply::Map(vec![
-        ("id", Reply::Int(t.id.0 as i64)),
-        ("queue", Reply::text(t.queue.to_string())),
-        ("kind", Reply::text(t.kind.to_string())),
-        ("payload", Reply::Bulk(t.payload.bytes.clone())),
-        ("priority", Reply::Int(i64::from(t.priority))),
-        ("run_at", Reply::Int(t.run_at.0)),
-        (
-            "key",
-            or_null(t.key.as_ref(), |k| Reply::text(k.to_string())),
-        ),
-        ("attempt", Reply::Int(i64::from(t.attempt))),
-        ("max_attempts", Reply::Int(i64::from(t.max_attempts))),
-        ("lease_ms", or_null(t.lease_ms, count)),
-        ("state", Reply::Simple(t.state.as_str())),
-        (
-            "lease_owner",
-            or_null(t.lease.as_ref(), |l| Reply::text(l.owner.clone())),
-        ),
-        (
-            "lease_expires_at",
-            or_null(t.lease.as_ref(), |l| Reply::Int(l.expires_at.0)),
-        ),
-        (
-            "errors",
-            Reply::Array(
-                t.errors
-                    .iter()
-                    .map(|e| {
-                        Reply::Map(vec![
-                            ("attempt", Reply::Int(i64::from(e.attempt))),
-                            ("at", Reply::Int(e.at.0)),
-                            ("message", Reply::text(e.message.clone())),
-                        ])
-                    })
-                    .collect(),
-            ),
-        ),
-        ("created_at", Reply::Int(t.created_at.0)),
-        ("updated_at", Reply::Int(t.updated_at.0)),
-    ])
 }

@@ -8,7 +8,10 @@
 //! - `command` turns a command's arguments into a validated `Command`;
 //! - `exec` runs a round of commands in order against the store, batching
 //!   runs of enqueues and acks so a pipeline shares group commits;
-//! - `reply` writes answers in the connection's protocol;
+//! - `manage` parses and runs the commands that look after queues and
+//!   schedules (`LIST`, `QUEUE`, `TIME`, `SCHEDULE`);
+//! - `shape` turns tasks, settings and schedules into answers, and `reply`
+//!   writes answers in the connection's protocol;
 //! - `conn` is one connection's loop (back-pressure and timeouts), and
 //!   this module accepts connections (count limit, TLS, shutdown).
 //!
@@ -21,7 +24,9 @@ mod command;
 mod conn;
 mod exec;
 pub mod frame;
+mod manage;
 mod reply;
+mod shape;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};

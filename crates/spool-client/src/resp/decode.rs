@@ -1,0 +1,265 @@
+//! From the server's answers to Spool's types: tasks, statistics, settings
+//! and schedules, read from the maps docs/resp.md describes.
+//!
+//! Invariants: an answer that lacks a field or has one of the wrong type is
+//! `StoreError::Internal` (the server and this client disagree), never a
+//! default; a `-CODE message` answer becomes the `StoreError` the same code
+//! gets over HTTP.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use spool_core::{
+    Cadence, EnqueueOutcome, ErrorRecord, Kind, Lease, LeaseToken, Payload, QueueName,
+    QueueSettings, QueueStats, Schedule, ScheduleSpec, StateCounts, StoreError, Task, TaskId,
+    TaskKey, TaskState, Timestamp,
+};
+
+use super::value::Value;
+use crate::http::{from_code, Target};
+
+pub fn bad_answer(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(format!("unexpected answer from the server: {what}"))
+}
+
+/// The error an error answer stands for; other values pass.
+pub fn check(v: Value, target: Target<'_>) -> Result<Value, StoreError> {
+    match v {
+        Value::Error(line) => Err(error(&line, target)),
+        v => Ok(v),
+    }
+}
+
+pub fn error(line: &str, target: Target<'_>) -> StoreError {
+    let (code, message) = line.split_once(' ').unwrap_or((line, ""));
+    from_code(&code.to_ascii_lowercase(), message.to_owned(), target)
+}
+
+pub fn ok(v: Value) -> Result<(), StoreError> {
+    match v {
+        Value::Simple(s) if s == "OK" => Ok(()),
+        other => Err(bad_answer(format!("{other:?} where OK was expected"))),
+    }
+}
+
+pub fn int(v: &Value) -> Result<i64, StoreError> {
+    match v {
+        Value::Int(n) => Ok(*n),
+        other => Err(bad_answer(format!(
+            "{other:?} where an integer was expected"
+        ))),
+    }
+}
+
+pub fn uint(v: &Value) -> Result<u64, StoreError> {
+    u64::try_from(int(v)?).map_err(bad_answer)
+}
+
+fn small<T: TryFrom<i64>>(v: &Value) -> Result<T, StoreError> {
+    T::try_from(int(v)?).map_err(|_| bad_answer("an integer out of range"))
+}
+
+pub fn array(v: Value) -> Result<Vec<Value>, StoreError> {
+    match v {
+        Value::Array(items) => Ok(items),
+        other => Err(bad_answer(format!("{other:?} where an array was expected"))),
+    }
+}
+
+fn bytes(v: &Value) -> Result<Bytes, StoreError> {
+    match v {
+        Value::Bulk(b) => Ok(b.clone()),
+        Value::Simple(s) => Ok(Bytes::from(s.clone())),
+        other => Err(bad_answer(format!("{other:?} where text was expected"))),
+    }
+}
+
+fn text(v: &Value) -> Result<String, StoreError> {
+    String::from_utf8(bytes(v)?.to_vec()).map_err(bad_answer)
+}
+
+fn ms(v: &Value) -> Result<Duration, StoreError> {
+    uint(v).map(Duration::from_millis)
+}
+
+fn time(v: &Value) -> Result<Timestamp, StoreError> {
+    int(v).map(Timestamp::from_millis)
+}
+
+/// `null` or `f(value)`.
+fn opt<T>(
+    v: &Value,
+    f: impl FnOnce(&Value) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    match v {
+        Value::Null => Ok(None),
+        v => f(v).map(Some),
+    }
+}
+
+/// A map answer, looked up by field name.
+pub struct Fields(Vec<(Value, Value)>);
+
+impl Fields {
+    pub fn new(v: Value) -> Result<Fields, StoreError> {
+        match v {
+            Value::Map(pairs) => Ok(Fields(pairs)),
+            other => Err(bad_answer(format!("{other:?} where a map was expected"))),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Result<&Value, StoreError> {
+        self.0
+            .iter()
+            .find(|(k, _)| matches!(k, Value::Bulk(b) if b.as_ref() == name.as_bytes()))
+            .map(|(_, v)| v)
+            .ok_or_else(|| bad_answer(format!("no field {name}")))
+    }
+}
+
+fn payload(f: &Fields) -> Result<Payload, StoreError> {
+    let b = bytes(f.get("payload")?)?;
+    match text(f.get("format")?)?.as_str() {
+        "json" => Ok(Payload::json(b)),
+        "binary" => Ok(Payload::binary(b)),
+        other => Err(bad_answer(format!("payload format {other}"))),
+    }
+}
+
+fn name<T>(
+    v: &Value,
+    make: impl FnOnce(String) -> Result<T, spool_core::NameError>,
+) -> Result<T, StoreError> {
+    make(text(v)?).map_err(bad_answer)
+}
+
+/// A task map; `known_token` fills in a lease whose token the answer does
+/// not show (zero when unknown, as over HTTP).
+pub fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, StoreError> {
+    let f = Fields::new(v)?;
+    let shown = match f.get("token") {
+        Ok(t) => opt(t, |t| text(t)?.parse::<LeaseToken>().map_err(bad_answer))?,
+        Err(_) => None,
+    };
+    let lease = match opt(f.get("lease_owner")?, text)? {
+        Some(owner) => Some(Lease {
+            owner,
+            token: shown.or(known_token).unwrap_or(LeaseToken(0)),
+            expires_at: time(f.get("lease_expires_at")?)?,
+        }),
+        None => None,
+    };
+    let errors = array(f.get("errors")?.clone())?
+        .into_iter()
+        .map(|e| {
+            let e = Fields::new(e)?;
+            Ok(ErrorRecord {
+                attempt: small(e.get("attempt")?)?,
+                at: time(e.get("at")?)?,
+                message: text(e.get("message")?)?,
+            })
+        })
+        .collect::<Result<_, StoreError>>()?;
+    Ok(Task {
+        id: TaskId(uint(f.get("id")?)?),
+        queue: name(f.get("queue")?, QueueName::new)?,
+        kind: name(f.get("kind")?, Kind::new)?,
+        payload: payload(&f)?,
+        priority: small(f.get("priority")?)?,
+        run_at: time(f.get("run_at")?)?,
+        key: opt(f.get("key")?, |k| name(k, TaskKey::new))?,
+        attempt: small(f.get("attempt")?)?,
+        max_attempts: small(f.get("max_attempts")?)?,
+        lease_ms: opt(f.get("lease_ms")?, uint)?,
+        state: text(f.get("state")?)?
+            .parse::<TaskState>()
+            .map_err(bad_answer)?,
+        lease,
+        errors,
+        created_at: time(f.get("created_at")?)?,
+        updated_at: time(f.get("updated_at")?)?,
+    })
+}
+
+/// `ENQUEUE`'s RESP3 answer: `{id, duplicate}`.
+pub fn enqueued(v: Value) -> Result<EnqueueOutcome, StoreError> {
+    let f = Fields::new(v)?;
+    Ok(EnqueueOutcome {
+        id: TaskId(uint(f.get("id")?)?),
+        duplicate: matches!(f.get("duplicate")?, Value::Bool(true)),
+    })
+}
+
+fn counts(f: &Fields) -> Result<StateCounts, StoreError> {
+    Ok(StateCounts {
+        scheduled: uint(f.get("scheduled")?)?,
+        ready: uint(f.get("ready")?)?,
+        leased: uint(f.get("leased")?)?,
+        dead: uint(f.get("dead")?)?,
+    })
+}
+
+pub fn queue_stats(v: Value) -> Result<QueueStats, StoreError> {
+    let f = Fields::new(v)?;
+    let mut kinds = spool_core::KindCounts::new();
+    for k in array(f.get("kinds")?.clone())? {
+        let k = Fields::new(k)?;
+        kinds.insert(name(k.get("kind")?, Kind::new)?, counts(&k)?);
+    }
+    Ok(QueueStats {
+        name: name(f.get("name")?, QueueName::new)?,
+        paused: matches!(f.get("paused")?, Value::Bool(true)),
+        counts: counts(&f)?,
+        kinds,
+        oldest_ready_age: opt(f.get("oldest_ready_ms")?, ms)?,
+    })
+}
+
+pub fn settings(v: Value) -> Result<QueueSettings, StoreError> {
+    let f = Fields::new(v)?;
+    Ok(QueueSettings {
+        lease: ms(f.get("lease_ms")?)?,
+        max_attempts: small(f.get("max_attempts")?)?,
+        backoff_base: ms(f.get("backoff_base_ms")?)?,
+        backoff_max: ms(f.get("backoff_max_ms")?)?,
+        dedup_window: ms(f.get("dedup_window_ms")?)?,
+        max_payload: uint(f.get("max_payload")?)?,
+        paused: matches!(f.get("paused")?, Value::Bool(true)),
+    })
+}
+
+pub fn schedule(v: Value) -> Result<Schedule, StoreError> {
+    let f = Fields::new(v)?;
+    let cadence = match (opt(f.get("every_ms")?, ms)?, opt(f.get("cron")?, text)?) {
+        (Some(d), None) => Cadence::Every(d),
+        (None, Some(expr)) => Cadence::Cron {
+            expr,
+            tz: opt(f.get("tz")?, text)?,
+        },
+        _ => return Err(bad_answer("a schedule needs exactly one of every_ms, cron")),
+    };
+    Ok(Schedule {
+        spec: ScheduleSpec {
+            name: name(f.get("name")?, Kind::new)?,
+            queue: name(f.get("queue")?, QueueName::new)?,
+            kind: opt(f.get("kind")?, |k| name(k, Kind::new))?,
+            payload: payload(&f)?,
+            cadence,
+            deadline: opt(f.get("deadline_ms")?, ms)?,
+        },
+        last_fire_at: opt(f.get("last_fire_at")?, time)?,
+        created_at: time(f.get("created_at")?)?,
+    })
+}
+
+/// `TIME`: seconds and microseconds, as Redis answers it.
+pub fn now(v: Value) -> Result<Timestamp, StoreError> {
+    let parts = array(v)?;
+    let [secs, micros] = parts.as_slice() else {
+        return Err(bad_answer("TIME answers two numbers"));
+    };
+    let number = |v: &Value| -> Result<i64, StoreError> { text(v)?.parse().map_err(bad_answer) };
+    Ok(Timestamp::from_millis(
+        number(secs)? * 1000 + number(micros)? / 1000,
+    ))
+}

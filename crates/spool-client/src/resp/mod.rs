@@ -1,0 +1,16 @@
+//! `RespStore`: Spool's [`spool_core::Store`] over the RESP listener of a
+//! Spool server (docs/resp.md), the lean alternative to the HTTP
+//! `RemoteStore`.
+//!
+//! A map: `store` implements the trait, one command per operation;
+//! `pool` keeps the connections (shared pipelined ones, and one of its own
+//! per long poll); `conn` is one pipelined connection; `value` decodes
+//! answers and `decode` turns them into Spool's types.
+
+mod conn;
+mod decode;
+mod pool;
+mod store;
+mod value;
+
+pub use store::{RespStore, RespStoreBuilder};

@@ -1,0 +1,277 @@
+//! The commands that look after queues rather than run tasks: `LIST`,
+//! `QUEUE GET|SET`, `TIME` and `SCHEDULE SET|LIST|DEL|FIRE`, parsed and run.
+//! With the task commands they cover every operation of the `Store` trait,
+//! so a client needs no HTTP beside RESP.
+//!
+//! Invariants: `QUEUE SET` changes only the settings it names and, like
+//! `PUT /v1/queues/{queue}`, reads and writes under the server's settings
+//! lock so a concurrent `PAUSE` is not lost; every value is checked here
+//! before the store sees it.
+
+use std::time::Duration;
+
+use spool_core::settings::MAX_PAYLOAD_LIMIT;
+use spool_core::store::MAX_LIST_LIMIT;
+use spool_core::{
+    Cadence, Kind, ListOrder, ListRequest, QueueName, QueueSettings, ScheduleSpec, StoreError,
+    TaskState, Timestamp,
+};
+
+use super::command::{payload_as, Args};
+use super::reply::{Proto, Reply};
+use super::{exec, shape};
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::wire;
+
+/// One of this module's commands, parsed.
+#[derive(Debug)]
+pub enum Manage {
+    List(ListRequest),
+    QueueGet(QueueName),
+    QueueSet(QueueName, Vec<Setting>),
+    Time,
+    SchedulePut(Box<ScheduleSpec>),
+    ScheduleList,
+    ScheduleDel(Kind),
+    ScheduleFire(Kind, Timestamp),
+}
+
+/// One setting named in `QUEUE SET`.
+#[derive(Debug, Clone, Copy)]
+pub enum Setting {
+    Lease(Duration),
+    MaxAttempts(u32),
+    BackoffBase(Duration),
+    BackoffMax(Duration),
+    DedupWindow(Duration),
+    MaxPayload(u64),
+    Paused(bool),
+}
+
+impl Setting {
+    fn apply(self, s: &mut QueueSettings) {
+        match self {
+            Setting::Lease(v) => s.lease = v,
+            Setting::MaxAttempts(v) => s.max_attempts = v,
+            Setting::BackoffBase(v) => s.backoff_base = v,
+            Setting::BackoffMax(v) => s.backoff_max = v,
+            Setting::DedupWindow(v) => s.dedup_window = v,
+            Setting::MaxPayload(v) => s.max_payload = v,
+            Setting::Paused(v) => s.paused = v,
+        }
+    }
+}
+
+/// Parses the command `name` (in capitals) from `a`.
+pub(super) fn parse(name: &str, a: &mut Args<'_>) -> Result<Manage, StoreError> {
+    match name {
+        "LIST" => list(a),
+        "TIME" => Ok(Manage::Time),
+        "QUEUE" => {
+            let sub = a.bytes()?.to_ascii_uppercase();
+            match sub.as_slice() {
+                b"GET" => Ok(Manage::QueueGet(a.queue()?)),
+                b"SET" => queue_set(a),
+                _ => Err(StoreError::bad_request("QUEUE takes GET or SET")),
+            }
+        }
+        _ => {
+            let sub = a.bytes()?.to_ascii_uppercase();
+            match sub.as_slice() {
+                b"SET" => schedule_set(a),
+                b"LIST" => Ok(Manage::ScheduleList),
+                b"DEL" => Ok(Manage::ScheduleDel(Kind::new(a.string("name")?)?)),
+                b"FIRE" => Ok(Manage::ScheduleFire(
+                    Kind::new(a.string("name")?)?,
+                    a.unix_ms("tick")?,
+                )),
+                _ => Err(StoreError::bad_request(
+                    "SCHEDULE takes SET, LIST, DEL or FIRE",
+                )),
+            }
+        }
+    }
+}
+
+/// `LIST queue [STATE s] [ORDER id|attempts] [LIMIT n] [CURSOR c]`.
+fn list(a: &mut Args<'_>) -> Result<Manage, StoreError> {
+    let mut req = ListRequest::new(a.queue()?);
+    while let Some(opt) = a.optional() {
+        match opt.to_ascii_uppercase().as_slice() {
+            b"STATE" => {
+                req.state = Some(
+                    a.string("STATE")?
+                        .parse::<TaskState>()
+                        .map_err(StoreError::BadRequest)?,
+                )
+            }
+            b"ORDER" => {
+                req.order = match a.bytes()?.to_ascii_uppercase().as_slice() {
+                    b"ID" => ListOrder::Id,
+                    b"ATTEMPTS" => ListOrder::AttemptsDesc,
+                    _ => return Err(StoreError::bad_request("ORDER is id or attempts")),
+                }
+            }
+            b"LIMIT" => {
+                req.limit = usize::try_from(a.number("LIMIT")?)
+                    .ok()
+                    .filter(|n| (1..=MAX_LIST_LIMIT).contains(n))
+                    .ok_or_else(|| {
+                        StoreError::bad_request(format!(
+                            "limit must be between 1 and {MAX_LIST_LIMIT}"
+                        ))
+                    })?
+            }
+            b"CURSOR" => req.cursor = Some(a.string("CURSOR")?),
+            _ => return Err(a.unknown_option(&opt)),
+        }
+    }
+    Ok(Manage::List(req))
+}
+
+/// `QUEUE SET queue [LEASE ms] [MAXATTEMPTS n] [BACKOFFBASE ms]
+/// [BACKOFFMAX ms] [DEDUPWINDOW ms] [MAXPAYLOAD bytes] [PAUSED 0|1]`.
+fn queue_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
+    let queue = a.queue()?;
+    let mut changes = Vec::new();
+    while let Some(opt) = a.optional() {
+        let setting = match opt.to_ascii_uppercase().as_slice() {
+            b"LEASE" => Setting::Lease(wire::non_zero_ms("lease_ms", a.number("LEASE")?)?),
+            b"MAXATTEMPTS" => Setting::MaxAttempts(
+                u32::try_from(a.number("MAXATTEMPTS")?)
+                    .map_err(|_| StoreError::bad_request("max_attempts is too large"))?,
+            ),
+            b"BACKOFFBASE" => Setting::BackoffBase(wire::duration_ms(
+                "backoff_base_ms",
+                a.number("BACKOFFBASE")?,
+            )?),
+            b"BACKOFFMAX" => Setting::BackoffMax(wire::duration_ms(
+                "backoff_max_ms",
+                a.number("BACKOFFMAX")?,
+            )?),
+            b"DEDUPWINDOW" => Setting::DedupWindow(wire::duration_ms(
+                "dedup_window_ms",
+                a.number("DEDUPWINDOW")?,
+            )?),
+            b"MAXPAYLOAD" => {
+                let v = a.number("MAXPAYLOAD")?;
+                if v > MAX_PAYLOAD_LIMIT {
+                    return Err(StoreError::bad_request(format!(
+                        "max_payload must be at most {MAX_PAYLOAD_LIMIT} (64 MiB), got {v}"
+                    )));
+                }
+                Setting::MaxPayload(v)
+            }
+            b"PAUSED" => Setting::Paused(match a.bytes()?.as_ref() {
+                b"0" => false,
+                b"1" => true,
+                _ => return Err(StoreError::bad_request("PAUSED is 0 or 1")),
+            }),
+            _ => return Err(a.unknown_option(&opt)),
+        };
+        changes.push(setting);
+    }
+    Ok(Manage::QueueSet(queue, changes))
+}
+
+/// `SCHEDULE SET name queue payload EVERY ms | CRON expr [TZ zone]
+/// [KIND kind] [DEADLINE ms] [BINARY]`.
+fn schedule_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
+    let name = Kind::new(a.string("name")?)?;
+    let queue = a.queue()?;
+    let raw = a.bytes()?;
+    let (mut every, mut cron, mut tz, mut kind, mut deadline, mut binary) =
+        (None, None, None, None, None, false);
+    while let Some(opt) = a.optional() {
+        match opt.to_ascii_uppercase().as_slice() {
+            b"EVERY" => every = Some(Duration::from_millis(a.number("EVERY")?)),
+            b"CRON" => cron = Some(a.string("CRON")?),
+            b"TZ" => tz = Some(a.string("TZ")?),
+            b"KIND" => kind = Some(Kind::new(a.string("KIND")?)?),
+            b"DEADLINE" => {
+                deadline = Some(wire::non_zero_ms("deadline_ms", a.number("DEADLINE")?)?)
+            }
+            b"BINARY" => binary = true,
+            _ => return Err(a.unknown_option(&opt)),
+        }
+    }
+    let cadence = match (every, cron, tz) {
+        (Some(d), None, None) => Cadence::Every(d),
+        (None, Some(expr), tz) => Cadence::Cron { expr, tz },
+        _ => {
+            return Err(StoreError::bad_request(
+                "give EVERY ms, or CRON expr with an optional TZ",
+            ))
+        }
+    };
+    let spec = ScheduleSpec {
+        name,
+        queue,
+        kind,
+        payload: payload_as(raw, binary),
+        cadence,
+        deadline,
+    };
+    spec.validate()?;
+    Ok(Manage::SchedulePut(Box::new(spec)))
+}
+
+/// Runs `m` against the store.
+pub(super) async fn run(st: &AppState, proto: Proto, m: Manage) -> Result<Reply, ApiError> {
+    Ok(match m {
+        Manage::List(req) => {
+            let page = st.call(st.store().list(req)).await?;
+            Reply::Map(vec![
+                (
+                    "tasks",
+                    Reply::Array(page.tasks.iter().map(|t| shape::task(t, false)).collect()),
+                ),
+                (
+                    "next_cursor",
+                    page.next_cursor.map_or(Reply::Null, Reply::text),
+                ),
+            ])
+        }
+        Manage::QueueGet(queue) => shape::settings(&st.call(st.store().get_queue(&queue)).await?),
+        Manage::QueueSet(queue, changes) => {
+            let _changing = st.settings_lock().await;
+            let mut settings = match st.call(st.store().get_queue(&queue)).await {
+                Ok(s) => s,
+                Err(ApiError::Store(StoreError::QueueNotFound(_) | StoreError::NotFound)) => {
+                    QueueSettings::default()
+                }
+                Err(e) => return Err(e),
+            };
+            changes.iter().for_each(|c| c.apply(&mut settings));
+            settings.validate()?;
+            shape::settings(&st.call(st.store().put_queue(&queue, settings)).await?)
+        }
+        Manage::Time => {
+            // Redis's shape: seconds and microseconds, as bulk strings.
+            let ms = st.call(st.store().now()).await?.as_millis();
+            Reply::Array(vec![
+                Reply::text(ms.div_euclid(1000).to_string()),
+                Reply::text((ms.rem_euclid(1000) * 1000).to_string()),
+            ])
+        }
+        Manage::SchedulePut(spec) => {
+            shape::schedule(&st.call(st.store().put_schedule(*spec)).await?)
+        }
+        Manage::ScheduleList => Reply::Array(
+            st.call(st.store().list_schedules())
+                .await?
+                .iter()
+                .map(shape::schedule)
+                .collect(),
+        ),
+        Manage::ScheduleDel(name) => {
+            st.call(st.store().delete_schedule(&name)).await?;
+            Reply::OK
+        }
+        Manage::ScheduleFire(name, tick) => st
+            .call(st.store().fire_schedule(&name, tick))
+            .await?
+            .map_or(Reply::Null, |o| exec::enqueued(o, proto)),
+    })
+}

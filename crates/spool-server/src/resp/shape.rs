@@ -1,0 +1,158 @@
+//! How the store's values look in a RESP answer: tasks, queue statistics,
+//! queue settings and schedules, as maps with the same field names as the
+//! HTTP API, times in Unix milliseconds and durations in milliseconds.
+//!
+//! Invariants: a payload is the stored bytes, never re-encoded, and its
+//! `format` says how it was given (`json` or `binary`), so a client can
+//! rebuild the exact [`Payload`]; a lease token appears only where the
+//! caller holds the lease (a claim), never in `GET` or `LIST`.
+
+use std::time::Duration;
+
+use spool_core::time::duration_millis;
+use spool_core::{
+    Cadence, Payload, PayloadFormat, QueueSettings, QueueStats, Schedule, StateCounts, Task,
+};
+
+use super::reply::Reply;
+
+pub fn count(n: u64) -> Reply {
+    Reply::Int(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+pub fn ms(d: Duration) -> Reply {
+    Reply::Int(duration_millis(d))
+}
+
+fn or_null<T>(v: Option<T>, f: impl FnOnce(T) -> Reply) -> Reply {
+    v.map_or(Reply::Null, f)
+}
+
+fn format(p: &Payload) -> Reply {
+    Reply::Simple(match p.format {
+        PayloadFormat::Json => "json",
+        PayloadFormat::Binary => "binary",
+    })
+}
+
+/// Every field of a task (docs/spec.md §2); `token` too when `with_token`.
+pub fn task(t: &Task, with_token: bool) -> Reply {
+    let mut fields = vec![
+        ("id", Reply::Int(t.id.0 as i64)),
+        ("queue", Reply::text(t.queue.to_string())),
+        ("kind", Reply::text(t.kind.to_string())),
+        ("payload", Reply::Bulk(t.payload.bytes.clone())),
+        ("format", format(&t.payload)),
+        ("priority", Reply::Int(i64::from(t.priority))),
+        ("run_at", Reply::Int(t.run_at.0)),
+        (
+            "key",
+            or_null(t.key.as_ref(), |k| Reply::text(k.to_string())),
+        ),
+        ("attempt", Reply::Int(i64::from(t.attempt))),
+        ("max_attempts", Reply::Int(i64::from(t.max_attempts))),
+        ("lease_ms", or_null(t.lease_ms, count)),
+        ("state", Reply::Simple(t.state.as_str())),
+        (
+            "lease_owner",
+            or_null(t.lease.as_ref(), |l| Reply::text(l.owner.clone())),
+        ),
+        (
+            "lease_expires_at",
+            or_null(t.lease.as_ref(), |l| Reply::Int(l.expires_at.0)),
+        ),
+        (
+            "errors",
+            Reply::Array(
+                t.errors
+                    .iter()
+                    .map(|e| {
+                        Reply::Map(vec![
+                            ("attempt", Reply::Int(i64::from(e.attempt))),
+                            ("at", Reply::Int(e.at.0)),
+                            ("message", Reply::text(e.message.clone())),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
+        ("created_at", Reply::Int(t.created_at.0)),
+        ("updated_at", Reply::Int(t.updated_at.0)),
+    ];
+    if with_token {
+        let token = t.lease.as_ref().map(|l| l.token.to_string());
+        fields.push(("token", or_null(token, Reply::text)));
+    }
+    Reply::Map(fields)
+}
+
+fn counts(c: &StateCounts) -> [(&'static str, Reply); 4] {
+    [
+        ("scheduled", count(c.scheduled)),
+        ("ready", count(c.ready)),
+        ("leased", count(c.leased)),
+        ("dead", count(c.dead)),
+    ]
+}
+
+/// One queue of `QUEUES`: its counts, the same per kind, and how long its
+/// oldest ready task has waited.
+pub fn queue_stats(q: &QueueStats) -> Reply {
+    let mut fields = vec![
+        ("name", Reply::text(q.name.to_string())),
+        ("paused", Reply::Bool(q.paused)),
+    ];
+    fields.extend(counts(&q.counts));
+    let kinds = q
+        .kinds
+        .iter()
+        .map(|(kind, c)| {
+            let mut k = vec![("kind", Reply::text(kind.to_string()))];
+            k.extend(counts(c));
+            Reply::Map(k)
+        })
+        .collect();
+    fields.push(("kinds", Reply::Array(kinds)));
+    fields.push(("oldest_ready_ms", or_null(q.oldest_ready_age, ms)));
+    Reply::Map(fields)
+}
+
+pub fn settings(s: &QueueSettings) -> Reply {
+    Reply::Map(vec![
+        ("lease_ms", ms(s.lease)),
+        ("max_attempts", Reply::Int(i64::from(s.max_attempts))),
+        ("backoff_base_ms", ms(s.backoff_base)),
+        ("backoff_max_ms", ms(s.backoff_max)),
+        ("dedup_window_ms", ms(s.dedup_window)),
+        ("max_payload", count(s.max_payload)),
+        ("paused", Reply::Bool(s.paused)),
+    ])
+}
+
+pub fn schedule(s: &Schedule) -> Reply {
+    let spec = &s.spec;
+    let (every, cron, tz) = match &spec.cadence {
+        Cadence::Every(d) => (Some(*d), None, None),
+        Cadence::Cron { expr, tz } => (None, Some(expr.clone()), tz.clone()),
+    };
+    Reply::Map(vec![
+        ("name", Reply::text(spec.name.to_string())),
+        ("queue", Reply::text(spec.queue.to_string())),
+        (
+            "kind",
+            or_null(spec.kind.as_ref(), |k| Reply::text(k.to_string())),
+        ),
+        ("payload", Reply::Bulk(spec.payload.bytes.clone())),
+        ("format", format(&spec.payload)),
+        ("every_ms", or_null(every, ms)),
+        ("cron", or_null(cron, Reply::text)),
+        ("tz", or_null(tz, Reply::text)),
+        ("deadline_ms", or_null(spec.deadline, ms)),
+        ("last_fire_at", or_null(s.last_fire_at, |t| Reply::Int(t.0))),
+        (
+            "next_fire_at",
+            or_null(s.next_fire_at(), |t| Reply::Int(t.0)),
+        ),
+        ("created_at", Reply::Int(s.created_at.0)),
+    ])
+}
