@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,6 +37,14 @@ def spool_bin() -> str:
     if not path.exists():
         pytest.fail(f"no spool binary at {path}: run `cargo build -p spool-cli` or set SPOOL_BIN")
     return str(path)
+
+
+def wait_for(cond: Callable[[], bool], limit: float = 30.0) -> None:
+    """Poll ``cond`` until it holds; fail the test after ``limit`` seconds."""
+    start = time.monotonic()
+    while not cond():
+        assert time.monotonic() - start < limit, "condition not reached in time"
+        time.sleep(0.05)
 
 
 class Server:

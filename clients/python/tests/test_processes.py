@@ -6,25 +6,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Server
+from conftest import Server, wait_for
 
 from spool_queue import Client, NotFound, TaskSpec
 
 PROC = str(Path(__file__).with_name("worker_proc.py"))
 Spawn = Callable[..., tuple[subprocess.Popen[bytes], Path]]
 """Starts ``worker_proc.py URL QUEUE MODE [options]``; answers the process and its output."""
-
-
-def wait_for(cond: Callable[[], bool], limit: float = 30.0) -> None:
-    start = time.monotonic()
-    while not cond():
-        assert time.monotonic() - start < limit, "condition not reached in time"
-        time.sleep(0.05)
 
 
 def lines(path: Path) -> list[str]:

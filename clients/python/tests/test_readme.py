@@ -13,11 +13,9 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from conftest import REPO, Server
+from conftest import REPO, Server, wait_for
 
 DEFAULT_URL = "http://127.0.0.1:7700"
 
@@ -50,13 +48,6 @@ def run(code: str, server: Server, out: Path) -> str:
     proc = start(code, server, out)
     assert proc.wait(30) == 0, out.read_text()
     return out.read_text()
-
-
-def wait_for(cond: Callable[[], bool], limit: float = 20.0) -> None:
-    start = time.monotonic()
-    while not cond():
-        assert time.monotonic() - start < limit, "condition not reached in time"
-        time.sleep(0.05)
 
 
 def stop(proc: subprocess.Popen[bytes], sig: signal.Signals, out: Path) -> None:

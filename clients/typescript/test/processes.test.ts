@@ -9,16 +9,12 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { Client, NotFound } from "../src/index.js";
-import { STORES, Server, freshQueue, waitFor } from "./server.js";
+import { STORES, Server, exited, freshQueue, waitFor } from "./server.js";
 
 const proc = join(dirname(fileURLToPath(import.meta.url)), "worker_proc.js");
 
 function lines(path: string): string[] {
   return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
-}
-
-function exited(p: ChildProcess): Promise<number | null> {
-  return p.exitCode !== null ? Promise.resolve(p.exitCode) : new Promise((r) => p.once("exit", (code) => r(code)));
 }
 
 for (const store of STORES) {

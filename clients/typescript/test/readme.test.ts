@@ -26,7 +26,7 @@ import { dirname, join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { STORES, useServer, waitFor } from "./server.js";
+import { STORES, exited, useServer, waitFor } from "./server.js";
 
 // build/test/ -> the package -> the repository
 const pkg = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -43,10 +43,6 @@ function snippets(): Record<string, string> {
   const section = top.slice(top.indexOf("## From Python / From Node"));
   const [fromNode = ""] = tsBlocks(section.slice(0, section.indexOf("\n## ", 1)));
   return { produce, consume, top: fromNode };
-}
-
-function exited(p: ChildProcess): Promise<number | null> {
-  return p.exitCode !== null ? Promise.resolve(p.exitCode) : new Promise((r) => p.once("exit", (code) => r(code)));
 }
 
 for (const store of STORES) {

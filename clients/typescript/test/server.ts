@@ -111,3 +111,8 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, limitMs = 
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** Resolves with a child process's exit code once it has exited. */
+export function exited(p: ChildProcess): Promise<number | null> {
+  return p.exitCode !== null ? Promise.resolve(p.exitCode) : new Promise((r) => p.once("exit", (code) => r(code)));
+}
