@@ -4,8 +4,9 @@
 //!
 //! The handle ([`crate::store::PgStore`]) owns one behind an `Arc`; the
 //! operations ([`crate::ops`]) are its methods, and the background tasks
-//! (`sweep`, `vacuum`, `notifier`) hold a clone. It sits below all of them,
-//! so none imports the handle.
+//! `sweep` and `vacuum` hold a clone (the notifier only its queue of
+//! requests and the pool). It sits below all of them, so none imports the
+//! handle.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ pub(crate) struct Backend {
     pub(crate) wakeups: Arc<Wakeups>,
     /// Where this process's claims start ([`crate::floor`]).
     pub(crate) floors: Arc<Floors>,
-    pub(crate) notifier: Notifier,
+    pub(crate) notifier: Arc<Notifier>,
     /// Tasks this process claimed since it last vacuumed ([`crate::vacuum`]).
     pub(crate) claimed_since_vacuum: AtomicU64,
 }

@@ -33,7 +33,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::backend::Backend;
+use deadpool_postgres::Pool;
+
 use crate::error;
 use crate::floor::Ready;
 
@@ -80,30 +81,31 @@ impl Notifier {
     }
 }
 
-/// The sender: runs until the store's background tasks are aborted.
-pub(crate) async fn run(backend: Arc<Backend>) {
+/// The sender of `notifier`'s requests on `channel`, over a connection of
+/// `pool`: runs until the store's background tasks are aborted.
+pub(crate) async fn run(notifier: Arc<Notifier>, pool: Pool, channel: String) {
     let mut last_round: Option<Instant> = None;
     loop {
-        backend.notifier.kick.notified().await;
+        notifier.kick.notified().await;
         if let Some(last) = last_round {
             tokio::time::sleep_until(last + MIN_GAP).await;
         }
-        let queues = backend.notifier.take();
+        let queues = notifier.take();
         if queues.is_empty() {
             continue;
         }
         last_round = Some(Instant::now());
-        if let Err(e) = send(&backend, &queues).await {
+        if let Err(e) = send(&pool, &channel, &queues).await {
             tracing::warn!(error = %e, "could not notify waiting claimers; they will poll");
             tokio::time::sleep(RETRY).await;
         }
     }
 }
 
-async fn send(backend: &Backend, queues: &[String]) -> Result<(), spool_core::StoreError> {
-    let client = backend.client().await?;
+async fn send(pool: &Pool, channel: &str, queues: &[String]) -> Result<(), spool_core::StoreError> {
+    let client = pool.get().await.map_err(error::pool)?;
     client
-        .batch_execute(&round(&backend.channel, queues))
+        .batch_execute(&round(channel, queues))
         .await
         .map_err(error::db)
 }

@@ -131,7 +131,7 @@ impl PgStore {
             channel: schema.channel(),
             wakeups: Arc::new(Wakeups::default()),
             floors: Arc::new(Floors::default()),
-            notifier: Notifier::default(),
+            notifier: Arc::new(Notifier::default()),
             claimed_since_vacuum: AtomicU64::new(0),
         });
         let listener = tokio::spawn(wake::listen(
@@ -142,7 +142,11 @@ impl PgStore {
             backend.floors.clone(),
         ));
         let sweeper = tokio::spawn(sweep::run(backend.clone()));
-        let notifier = tokio::spawn(notifier::run(backend.clone()));
+        let notifier = tokio::spawn(notifier::run(
+            backend.notifier.clone(),
+            backend.pool.clone(),
+            backend.channel.clone(),
+        ));
         let vacuum = tokio::spawn(vacuum::run(backend.clone()));
         Ok(PgStore {
             backend,
