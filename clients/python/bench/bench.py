@@ -5,8 +5,10 @@
 Enqueue: tasks of 100-byte payloads in batches of ``--batch`` (and, for
 scale, single enqueues). Worker: a queue pre-filled with ``--tasks`` tasks
 drained by one Worker process with a no-op handler at each ``--concurrency``;
-the time runs from the worker's start until every task is acked. Prints one
-line per figure.
+the time runs from the worker's start until it has shut down, every task
+acked. The shutdown waits for the claim in flight, which long-polls an empty
+queue for ``--poll`` seconds: that short default keeps the wait out of the
+figure. Prints one line per figure.
 """
 
 from __future__ import annotations
@@ -36,10 +38,10 @@ def enqueue_single(client: Client, queue: str, tasks: int) -> float:
     return tasks / (time.perf_counter() - start)
 
 
-def drain(url: str, queue: str, tasks: int, concurrency: int, sync: bool) -> float:
+def drain(url: str, queue: str, tasks: int, concurrency: int, sync: bool, poll: float) -> float:
     done = 0
     lock = threading.Lock()
-    worker = Worker(url, concurrency=concurrency, poll=1.0)
+    worker = Worker(url, concurrency=concurrency, poll=poll)
 
     def count() -> None:
         nonlocal done
@@ -67,6 +69,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--concurrency", default="1,16,64")
     p.add_argument("--sync", action="store_true", help="no-op sync handlers (threads)")
+    p.add_argument("--poll", type=float, default=0.05, help="the worker's long poll, seconds")
     a = p.parse_args()
     run = uuid.uuid4().hex[:8]
     with Client(a.url) as client:
@@ -76,7 +79,7 @@ def main() -> None:
             queue = f"bench-py-{run}-c{c}"
             rate = enqueue_batched(client, queue, a.tasks, a.batch)
             print(f"python enqueue, batches of {a.batch}: {rate:,.0f} tasks/s")
-            rate = drain(a.url, queue, a.tasks, c, a.sync)
+            rate = drain(a.url, queue, a.tasks, c, a.sync, a.poll)
             kind = "sync" if a.sync else "async"
             print(f"python worker, no-op {kind} handler, concurrency {c}: {rate:,.0f} tasks/s")
 
