@@ -129,14 +129,18 @@ impl Core {
             next_id += 1;
         }
         if !entries.is_empty() {
-            if self.waiters.has_waiters(queue) {
-                self.keep_fresh(&entries);
-            }
-            self.commit(Op::Enqueue {
+            let op = Op::Enqueue {
                 now,
                 queue: queue.clone(),
                 tasks: entries,
-            });
+            };
+            self.commit_ref(&op);
+            let wanted = self.waiters.wanted(queue);
+            if let (Op::Enqueue { tasks, .. }, true) = (op, wanted > 0) {
+                // A waiting claim takes from the front, where a queue that
+                // had waiters (it was empty) now has these tasks.
+                self.keep_fresh(tasks.into_iter().take(wanted));
+            }
         }
         Ok(outcomes)
     }
@@ -572,22 +576,26 @@ impl Core {
                 };
                 let mut tasks = self.claim_now(q, &w.worker, w.max, w.lease);
                 for t in &mut tasks {
-                    t.in_hand = self.fresh.remove(&t.task.id.0);
+                    let fresh = &mut self.fresh;
+                    t.in_hand = fresh
+                        .binary_search_by_key(&t.task.id.0, |(id, _)| *id)
+                        .ok()
+                        .map(|i| std::mem::take(&mut fresh[i].1));
                 }
                 self.respond(Ok(tasks), w.reply);
             }
         }
     }
 
-    /// Keeps the payloads of tasks a parked claim is about to get (up to
+    /// Keeps the payloads of tasks parked claims are about to get (up to
     /// [`super::FRESH_MAX_BYTES`] a turn).
-    fn keep_fresh(&mut self, entries: &[NewEntry]) {
+    fn keep_fresh(&mut self, entries: impl Iterator<Item = NewEntry>) {
         for e in entries {
             if self.fresh_bytes + e.payload.len() > super::FRESH_MAX_BYTES {
                 return;
             }
             self.fresh_bytes += e.payload.len();
-            self.fresh.insert(e.id, e.payload.bytes.clone());
+            self.fresh.push((e.id, e.payload.bytes));
         }
     }
 

@@ -16,7 +16,7 @@ mod compact;
 mod room;
 mod waiters;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -97,10 +97,11 @@ pub(crate) struct Core {
     /// Tasks whose payloads compaction will move, with where they are now.
     pending_moves: VecDeque<(u64, PayloadRef)>,
     /// Payloads enqueued this loop turn into queues with parked claims, by
-    /// task id: the waiter that gets such a task gets its bytes from here
-    /// instead of reading back what the log has not even written yet.
-    /// Emptied every turn, and bounded by [`FRESH_MAX_BYTES`].
-    fresh: HashMap<u64, Bytes>,
+    /// task id (ascending: ids only grow): the waiter that gets such a task
+    /// gets its bytes from here instead of reading back what the log has
+    /// not even written yet. Emptied every turn, and bounded by
+    /// [`FRESH_MAX_BYTES`].
+    fresh: Vec<(u64, Bytes)>,
     fresh_bytes: usize,
     /// Segments moved out of by records in the open batch: not to be
     /// reclaimed until that batch is on its way to disk.
@@ -166,7 +167,7 @@ impl Core {
             spans: Vec::new(),
             compactor,
             pending_moves: VecDeque::new(),
-            fresh: HashMap::new(),
+            fresh: Vec::new(),
             fresh_bytes: 0,
             open_moved_from: Vec::new(),
             submitted_lsn: next_lsn.saturating_sub(1),
@@ -294,6 +295,11 @@ impl Core {
     /// Encodes `op` into the open batch and applies it to memory, with the
     /// log positions its payloads will have once the batch is written.
     pub(crate) fn commit(&mut self, op: Op) {
+        self.commit_ref(&op);
+    }
+
+    /// [`Core::commit`], leaving the op to the caller.
+    pub(crate) fn commit_ref(&mut self, op: &Op) {
         let now = self.last_now;
         if self.open.is_none() {
             let at = self.log_end.place(self.segment_size);
@@ -321,7 +327,7 @@ impl Core {
             .iter()
             .map(|s| PayloadRef::new(body.advance(u64::from(s.offset))))
             .collect();
-        self.state.apply(&op, &payloads);
+        self.state.apply(op, &payloads);
         self.spans = spans;
     }
 

@@ -51,6 +51,17 @@ impl Waiters {
         self.by_queue.get(queue).is_some_and(|q| !q.is_empty())
     }
 
+    /// How many tasks the waiters of `queue` would take at most, together.
+    pub(crate) fn wanted(&self, queue: &QueueName) -> usize {
+        self.by_queue.get(queue).map_or(0, |order| {
+            order
+                .iter()
+                .filter_map(|seq| self.parked.get(seq))
+                .map(|(_, w)| w.max as usize)
+                .sum()
+        })
+    }
+
     /// The oldest waiter of `queue` whose caller is still listening.
     pub(crate) fn pop(&mut self, queue: &QueueName) -> Option<Waiter> {
         let order = self.by_queue.get_mut(queue)?;
