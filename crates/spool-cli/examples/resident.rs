@@ -10,8 +10,14 @@
 //! the fill rate, resident memory per task (RSS growth over the empty
 //! store, allocator included), log bytes per task, and claim latency: a
 //! claim of 100 from the full queue and from a small other queue, each
-//! acked. Then restarts the engine (checkpoint + replay) and times it,
-//! drains everything, and reports memory and disk after the drain.
+//! acked. Then restarts the engine (checkpoint + replay) and times it and
+//! the claims again. Then compaction: `--compact` tasks are claimed from the
+//! front, nine in ten acked and one failed for good (dead tasks keep their
+//! payloads), so those segments go mostly dead; a checkpoint hands their
+//! survivors to compaction, and the example reports its throughput and the
+//! latency of single enqueues while it runs, against the same enqueues
+//! before it started. Last, unless `--no-drain`, it drains everything and
+//! reports memory and disk after the drain.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +25,10 @@ use std::time::Instant;
 
 use clap::Parser;
 use hdrhistogram::Histogram;
-use spool_core::{ClaimRequest, LeaseToken, NewTask, Payload, QueueName, Store, TaskId};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use spool_core::{
+    ClaimRequest, FailRequest, LeaseToken, NewTask, Payload, QueueName, Store, TaskId,
+};
 use spool_engine::{Engine, EngineConfig};
 
 /// The allocator `spool serve` runs with, set up as it sets it up, so
@@ -44,6 +53,13 @@ struct Args {
     /// Claims timed at each report point (a fifth of them on the full queue).
     #[arg(long, default_value_t = 500)]
     samples: usize,
+    /// Tasks thinned out of the queue's front for the compaction phase
+    /// (default: a tenth of --tasks; 0 skips the phase).
+    #[arg(long)]
+    compact: Option<u64>,
+    /// Leave the tasks in place at the end instead of draining them.
+    #[arg(long)]
+    no_drain: bool,
 }
 
 /// Resident set size of this process, from /proc.
@@ -114,9 +130,122 @@ async fn claim_latency(
     Ok((h.value_at_quantile(0.5), h.value_at_quantile(0.99)))
 }
 
+/// Single-task enqueues one after another (each waits for its group
+/// commit) until `until` says stop; (count, p50, p99) µs.
+async fn enqueue_latency(
+    engine: &Engine,
+    queue: &QueueName,
+    mut until: impl FnMut() -> bool,
+) -> Result<(u64, u64, u64)> {
+    let mut h = Histogram::<u64>::new(3)?;
+    let mut i = 0;
+    while !until() {
+        let start = Instant::now();
+        engine
+            .enqueue(queue, vec![NewTask::new(payload(i))])
+            .await?;
+        h.record(start.elapsed().as_micros() as u64)?;
+        i += 1;
+    }
+    Ok((h.len(), h.value_at_quantile(0.5), h.value_at_quantile(0.99)))
+}
+
+/// A counter of the engine's, read from the process's metrics.
+fn counter(metrics: &PrometheusHandle, name: &str) -> u64 {
+    metrics
+        .render()
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// Thins `n` tasks out of the front of `bulk` (nine in ten acked, one
+/// failed for good), has a checkpoint queue their survivors for
+/// compaction, and measures compaction and enqueues beside it.
+async fn compaction_phase(
+    engine: &Engine,
+    bulk: &QueueName,
+    probe: &QueueName,
+    n: u64,
+    dir: &Path,
+    metrics: &PrometheusHandle,
+) -> Result<()> {
+    let t = Instant::now();
+    let mut thinned = 0u64;
+    while thinned < n {
+        let claimed = engine
+            .claim(ClaimRequest::new(bulk.clone(), "resident").max(1000))
+            .await?;
+        if claimed.is_empty() {
+            break;
+        }
+        thinned += claimed.len() as u64;
+        let mut acks = Vec::with_capacity(claimed.len());
+        for (i, task) in claimed.iter().enumerate() {
+            let Some(lease) = &task.lease else { continue };
+            if i % 10 == 0 {
+                let fail = FailRequest {
+                    discard: true,
+                    ..FailRequest::new("kept dead for the compaction benchmark")
+                };
+                engine.fail(task.id, lease.token, fail).await?;
+            } else {
+                acks.push((task.id, lease.token));
+            }
+        }
+        engine.ack_many(acks).await?;
+    }
+    println!(
+        "thinned {thinned} tasks (a tenth kept, dead) in {:.1} s; disk {} MiB",
+        t.elapsed().as_secs_f64(),
+        dir_bytes(dir) >> 20
+    );
+    let quiet = Instant::now();
+    let before = enqueue_latency(engine, probe, || quiet.elapsed().as_secs() >= 5).await?;
+    let (moved0, bytes0) = (
+        counter(metrics, "spool_compaction_moved_total"),
+        counter(metrics, "spool_compaction_moved_bytes_total"),
+    );
+    // The checkpoint's walk queues the survivors; compaction runs once it
+    // is published, and is over when the counter stops moving.
+    let start = Instant::now();
+    engine.checkpoint().await?;
+    let mut last = (moved0, Instant::now());
+    let mut end = start;
+    let during = enqueue_latency(engine, probe, || {
+        let moved = counter(metrics, "spool_compaction_moved_total");
+        if moved != last.0 {
+            last = (moved, Instant::now());
+            end = last.1;
+        }
+        last.1.elapsed().as_secs() >= 2 || start.elapsed().as_secs() >= 600
+    })
+    .await?;
+    let moved = counter(metrics, "spool_compaction_moved_total") - moved0;
+    let bytes = counter(metrics, "spool_compaction_moved_bytes_total") - bytes0;
+    let secs = end.duration_since(start).as_secs_f64().max(1e-3);
+    println!(
+        "compaction: moved {moved} payloads ({} MiB) in {secs:.1} s: {:.0} payloads/s, {:.1} MiB/s",
+        bytes >> 20,
+        moved as f64 / secs,
+        bytes as f64 / secs / 1048576.0
+    );
+    println!(
+        "single enqueues: p50/p99 {}/{} µs before ({} calls), {}/{} µs during compaction ({} calls)",
+        before.1, before.2, before.0, during.1, during.2, during.0
+    );
+    engine.checkpoint().await?;
+    println!(
+        "after the next checkpoint: disk {} MiB",
+        dir_bytes(dir) >> 20
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     allocator::return_freed_memory_at_once();
+    let metrics = PrometheusBuilder::new().install_recorder()?;
     let a = Args::parse();
     let tmp;
     let dir = match &a.dir {
@@ -202,6 +331,14 @@ async fn main() -> Result<()> {
         "after the restart: claim of 100 p50/p99 {}/{} µs from the full queue, {}/{} µs from another",
         same.0, same.1, other.0, other.1
     );
+
+    let compact = a.compact.unwrap_or(a.tasks / 10);
+    if compact > 0 {
+        compaction_phase(&engine, &bulk, &probe, compact, &dir, &metrics).await?;
+    }
+    if a.no_drain {
+        return Ok(());
+    }
 
     let t = Instant::now();
     let mut drained = 0u64;
