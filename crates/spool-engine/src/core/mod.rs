@@ -122,6 +122,9 @@ pub(crate) struct Core {
     pub(crate) checkpoint_backoff: Backoff,
     pub(crate) notices_tx: flume::Sender<Notice>,
     notices: flume::Receiver<Notice>,
+    /// Notices that arrived while the core waited for a batch in flight
+    /// ([`Core::finish_flight`]), handled at the next loop turn.
+    deferred: Vec<Notice>,
 }
 
 impl std::fmt::Debug for Core {
@@ -183,6 +186,7 @@ impl Core {
             checkpoint_backoff: Backoff::new(backoff_min, backoff_max),
             notices_tx,
             notices,
+            deferred: Vec::new(),
         }
     }
 
@@ -197,6 +201,9 @@ impl Core {
     /// Runs until every `Engine` handle is gone, then flushes and stops the log.
     pub(crate) fn run(mut self, jobs: flume::Receiver<Job>) {
         loop {
+            for notice in std::mem::take(&mut self.deferred) {
+                self.on_notice(notice);
+            }
             self.tick();
             self.submit_open();
             self.checkpoint_step();
@@ -423,6 +430,18 @@ impl Core {
         }
     }
 
+    /// Waits until the batch in flight is done, in the middle of a job:
+    /// other notices wait in `deferred`, so no job runs inside another.
+    pub(crate) fn finish_flight(&mut self) {
+        while self.in_flight {
+            match self.notices.recv() {
+                Ok(done @ Notice::BatchDone(_)) => self.on_notice(done),
+                Ok(other) => self.deferred.push(other),
+                Err(_) => return,
+            }
+        }
+    }
+
     /// A failed write or sync is fatal for the log: it is never retried and
     /// assumed fine. Everything after answers `unavailable`.
     fn poison(&mut self, why: String) {
@@ -438,6 +457,9 @@ impl Core {
     fn shut_down(mut self) {
         self.waiters.fail_all("the engine is shutting down");
         self.compactor.stop();
+        for notice in std::mem::take(&mut self.deferred) {
+            self.on_notice(notice);
+        }
         loop {
             self.submit_open();
             if !self.in_flight {

@@ -17,6 +17,10 @@
 //!   size may need it to grow); the core waits for it instead
 //!   ([`Core::must_wait_for_flight`]), so it never admits a change on a
 //!   reserve that is already gone;
+//! - a rollover in flight has spent the reserve on its new segment and
+//!   takes the next one before it answers: a change that arrives meanwhile
+//!   waits for that answer rather than being refused, so a disk with room
+//!   never answers "full";
 //! - what is admitted fits: the batch that crosses the nominal size can
 //!   always grow into the reserve's space. A single batch larger than a
 //!   whole segment on a disk with less free space than that can still fail,
@@ -42,10 +46,13 @@ impl Core {
         }
     }
 
-    /// A change now would open a batch in a new segment while the batch in
-    /// flight may still spend the reserve: wait for that batch first.
+    /// A change now must wait for the batch in flight: it would open a
+    /// batch in a new segment while that batch may still spend the reserve,
+    /// or that batch is a rollover, which spends the reserve on its new
+    /// segment and takes the next one before it answers (until then the
+    /// reserve is missing, though the disk has room).
     pub(super) fn must_wait_for_flight(&self) -> bool {
-        self.in_flight && self.write_target().seq > self.log_end.seq
+        self.in_flight && (self.write_target().seq > self.log_end.seq || !self.wal.has_reserve())
     }
 
     /// Whether a change may be made now (internal ones skip their turn
@@ -55,8 +62,14 @@ impl Core {
     }
 
     /// `unavailable` while the log has no room to make a change durable.
+    /// Waits out a batch in flight first (see
+    /// [`Core::must_wait_for_flight`]): only a reserve still missing after
+    /// it means a full disk.
     pub(crate) fn refuse_if_full(&mut self) -> Result<(), StoreError> {
-        if self.wal.has_reserve() && !self.must_wait_for_flight() {
+        if self.must_wait_for_flight() {
+            self.finish_flight();
+        }
+        if self.wal.has_reserve() {
             return Ok(());
         }
         self.retry_reserve();
