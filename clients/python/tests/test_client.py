@@ -126,6 +126,16 @@ def test_schedules(client: Client, queue: str) -> None:
         assert datetime.now(timezone.utc) < deadline, "no tick fired"
     client.delete_schedule(name)
     assert name not in [s.name for s in client.schedules()]
+    nightly = client.put_schedule(
+        name, queue, cron="0 0 2 * * *", tz="Europe/Paris", deadline=timedelta(minutes=10)
+    )
+    assert (nightly.cron, nightly.tz, nightly.every_ms) == ("0 0 2 * * *", "Europe/Paris", None)
+    assert nightly.deadline_ms == 600_000
+    # 02:00 in Paris is 00:00 or 01:00 UTC, depending on summer time.
+    fire = nightly.next_fire_at
+    assert fire is not None and fire > datetime.now(timezone.utc)
+    assert (fire.astimezone(timezone.utc).hour, fire.minute, fire.second) in [(0, 0, 0), (1, 0, 0)]
+    client.delete_schedule(name)
     with pytest.raises(BadRequest):
         client.put_schedule(name, queue, every=0.01)
     with pytest.raises(ValueError):

@@ -113,6 +113,18 @@ for (const store of STORES) {
       await waitFor(async () => (await env.client.claim(q, "t")).length > 0, 5000);
       await env.client.deleteSchedule(name);
       assert.ok(!(await env.client.schedules()).some((s) => s.name === name));
+      const nightly = await env.client.putSchedule(name, {
+        queue: q,
+        cron: "0 0 2 * * *",
+        tz: "Europe/Paris",
+        deadlineMs: 600_000,
+      });
+      assert.deepEqual([nightly.cron, nightly.tz, nightly.everyMs, nightly.deadlineMs], ["0 0 2 * * *", "Europe/Paris", null, 600_000]);
+      // 02:00 in Paris is 00:00 or 01:00 UTC, depending on summer time.
+      const fire = nightly.nextFireAt;
+      assert.ok(fire !== null && fire.getTime() > Date.now());
+      assert.ok([0, 1].includes(fire.getUTCHours()) && fire.getUTCMinutes() === 0 && fire.getUTCSeconds() === 0);
+      await env.client.deleteSchedule(name);
       await assert.rejects(env.client.putSchedule(name, { queue: q, everyMs: 10 }), BadRequest);
       await assert.rejects(env.client.putSchedule(name, { queue: q }), TypeError);
     });
