@@ -239,6 +239,33 @@ def test_stop_releases_a_running_task_after_the_grace_period(client: Client, que
     assert task.state == "ready" and task.attempt == 0
 
 
+def test_tasks_a_claim_brings_in_after_a_stop_are_released_unrun(
+    client: Client, queue: str
+) -> None:
+    ran: list[int] = []
+
+    async def record(ctx: Context) -> None:
+        ran.append(ctx.id)
+
+    worker = Worker(client, poll=5)
+    worker.handle(queue, record)
+
+    async def go() -> int:
+        running = asyncio.create_task(worker.arun())
+        await asyncio.sleep(1.0)  # its first claim now long-polls the empty queue
+        worker.stop()
+        # Answers that claim after the stop (the blocking call holds the loop,
+        # so the stop is handled first).
+        task_id = client.enqueue(queue, {}).id
+        await asyncio.wait_for(running, 30)
+        return task_id
+
+    task_id = asyncio.run(go())
+    assert ran == []
+    task = client.get(task_id)
+    assert task.state == "ready" and task.attempt == 0
+
+
 def _spec(i: int) -> TaskSpec:
     return TaskSpec({"i": i})
 

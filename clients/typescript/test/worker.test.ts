@@ -207,6 +207,24 @@ for (const store of STORES) {
       assert.equal(task.attempt, 0);
     });
 
+    it("releases unrun the tasks that a claim in flight at a stop brings in", async () => {
+      const q = freshQueue();
+      const ran: number[] = [];
+      const worker = new Worker(env.client, { pollMs: 5000 });
+      worker.handle(q, async (t) => {
+        ran.push(t.id);
+      });
+      const running = worker.run({ handleSignals: false });
+      await sleep(1000); // its first claim now long-polls the empty queue
+      worker.stop();
+      const { id } = await env.client.enqueue(q, {}); // answers that claim, after the stop
+      await running;
+      assert.deepEqual(ran, []);
+      const task = await env.client.get(id);
+      assert.equal(task.state, "ready");
+      assert.equal(task.attempt, 0);
+    });
+
     for (const concurrency of [1, 8]) {
       it(`runs every task once at concurrency ${concurrency}`, async () => {
         const q = freshQueue();
