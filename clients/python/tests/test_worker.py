@@ -159,15 +159,19 @@ def test_a_deadline_signals_a_sync_handler(client: Client, queue: str) -> None:
     client.put_queue(queue, max_attempts=1)
     enq = client.enqueue(queue, {})
     saw_cancel = threading.Event()
+    remaining: list[float] = []
 
     def polite(ctx: Context) -> None:
-        assert 0 < ctx.remaining() <= 0.3
+        # Not asserted here: on loaded cores the thread may start past the
+        # deadline, and an assertion failing in it would hide the cancel.
+        remaining.append(ctx.remaining())
         if ctx.cancelled.wait(10):
             saw_cancel.set()
 
     worker = Worker(client, poll=0.2)
     worker.handle(queue, polite, timeout=0.3)
     run_until(worker, lambda: saw_cancel.is_set() and client.get(enq.id).state == "dead")
+    assert len(remaining) == 1 and remaining[0] <= 0.3
     assert client.get(enq.id).errors[-1].message == "deadline exceeded"
 
 
