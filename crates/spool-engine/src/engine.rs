@@ -20,6 +20,7 @@ use tokio::sync::{oneshot, watch};
 use crate::config::EngineConfig;
 use crate::core::{Core, CoreSettings, Job};
 use crate::error::EngineError;
+use crate::payload_runs::read_payloads;
 use crate::recovery::recover;
 use crate::state::TaskView;
 
@@ -42,12 +43,6 @@ impl fmt::Debug for Engine {
             .finish_non_exhaustive()
     }
 }
-
-/// Payloads read together when they start within this distance of the
-/// first; and how far past the last start the read goes, so that payloads up
-/// to this size need no second read.
-const RUN_SPAN: u64 = 1024 * 1024;
-const RUN_TAIL: usize = 4 * 1024;
 
 fn gone() -> StoreError {
     StoreError::Unavailable("the engine has stopped".into())
@@ -159,61 +154,31 @@ impl Engine {
         Ok(task)
     }
 
-    /// Fills in the payloads of many tasks. Tasks enqueued together have
-    /// their payloads side by side in the log, so each run of neighbours
-    /// (same segment, within [`RUN_SPAN`]) is one read, and every payload of
-    /// the run a slice of it; one that runs past the window is read alone.
+    /// Fills in the payloads of many tasks, with one read per run of
+    /// neighbours in the log ([`crate::payload_runs`]).
     fn load_all(&self, views: Vec<TaskView>) -> Result<Vec<Task>, StoreError> {
-        let mut order: Vec<usize> = (0..views.len())
-            .filter(|&i| views[i].in_hand.is_none())
+        let positions: Vec<_> = views
+            .iter()
+            .filter(|v| v.in_hand.is_none())
+            .map(|v| v.payload.at())
             .collect();
-        order.sort_by_key(|&i| views[i].payload.at());
-        let mut payloads: Vec<Option<Bytes>> = vec![None; views.len()];
-        let mut run_start = 0;
-        while run_start < order.len() {
-            let first = views[order[run_start]].payload.at();
-            let mut end = run_start + 1;
-            while end < order.len() {
-                let at = views[order[end]].payload.at();
-                if at.seq != first.seq || at.offset - first.offset > RUN_SPAN {
-                    break;
-                }
-                end += 1;
-            }
-            if end == run_start + 1 {
-                // A lone payload: two small reads beat a window's copy.
-                run_start = end;
-                continue;
-            }
-            let last = views[order[end - 1]].payload.at();
-            let window_len = (last.offset - first.offset) as usize + RUN_TAIL;
-            let window = Bytes::from(
-                self.payloads
-                    .read_window(first, window_len)
-                    .map_err(|e| StoreError::Internal(format!("reading payloads: {e}")))?,
-            );
-            for &i in &order[run_start..end] {
-                let rel = (views[i].payload.at().offset - first.offset) as usize;
-                let len = window
-                    .get(rel..rel + 4)
-                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                    .map(|b| u32::from_le_bytes(b) as usize);
-                payloads[i] = len
-                    .filter(|&len| rel + 4 + len <= window.len())
-                    .map(|len| window.slice(rel + 4..rel + 4 + len));
-            }
-            run_start = end;
-        }
+        // In the order of `positions`: the views without a payload in hand.
+        let mut read = read_payloads(&self.payloads, &positions, usize::MAX).into_iter();
         views
             .into_iter()
-            .zip(payloads)
-            .map(|(v, p)| match p {
-                Some(bytes) => {
-                    let mut task = v.task;
-                    task.payload.bytes = bytes;
-                    Ok(task)
-                }
-                None => self.load(v),
+            .map(|v| {
+                let mut task = v.task;
+                let bytes = match v.in_hand {
+                    Some(bytes) => Ok(bytes),
+                    None => read
+                        .next()
+                        .flatten()
+                        .unwrap_or_else(|| Err("not read".into())),
+                };
+                task.payload.bytes = bytes.map_err(|e| {
+                    StoreError::Internal(format!("reading the payload of task {}: {e}", task.id))
+                })?;
+                Ok(task)
             })
             .collect()
     }

@@ -25,6 +25,7 @@ mod core;
 mod engine;
 mod error;
 mod ops;
+mod payload_runs;
 mod recovery;
 mod snapshot;
 mod state;

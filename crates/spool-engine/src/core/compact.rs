@@ -22,15 +22,16 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use spool_core::{Payload, PayloadFormat};
-use spool_wal::SegmentReader;
+use spool_wal::{LogPos, SegmentReader};
 
 use super::{Core, Notice};
 use crate::ops::{Moved, Op};
+use crate::payload_runs::read_payloads;
 use crate::state::PayloadRef;
 
-/// Most tasks, and payload bytes, moved per slice: a slice costs the core
+/// Most tasks, and bytes read, per slice: writing a slice costs the core
 /// about as much as a claim of the same size, so requests keep flowing.
-const MOVE_SLICE: usize = 256;
+const MOVE_SLICE: usize = 1024;
 const MOVE_SLICE_BYTES: usize = 4 * 1024 * 1024;
 
 /// A payload to copy: the task, where its payload is, and its format.
@@ -92,38 +93,29 @@ impl Reader {
     }
 }
 
-/// Reads a slice's payloads in order, up to [`MOVE_SLICE_BYTES`].
+/// Reads a slice's payloads (in log order, a run of neighbours at a time)
+/// until [`MOVE_SLICE_BYTES`] are read; the rest is handed back.
 fn read_slice(payloads: &SegmentReader, slice: Vec<ToRead>) -> SliceRead {
+    let positions: Vec<LogPos> = slice.iter().map(|(_, from, _)| from.at()).collect();
+    let reads = read_payloads(payloads, &positions, MOVE_SLICE_BYTES);
     let mut moved = Vec::with_capacity(slice.len());
-    let mut bytes = 0;
-    let mut items = slice.into_iter();
-    for (id, from, format) in items.by_ref() {
-        match payloads.read_prefixed(from.at()) {
-            Ok(data) => {
-                bytes += data.len();
-                moved.push(Moved {
-                    id,
-                    from: from.at(),
-                    payload: Payload {
-                        format,
-                        bytes: data.into(),
-                    },
-                });
-            }
-            Err(e) => {
+    let mut rest = Vec::new();
+    for ((id, from, format), read) in slice.into_iter().zip(reads) {
+        match read {
+            Some(Ok(bytes)) => moved.push(Moved {
+                id,
+                from: from.at(),
+                payload: Payload { format, bytes },
+            }),
+            Some(Err(e)) => {
                 // Left where it is: still readable or not, moving it cannot
                 // help, and the segment simply stays.
                 tracing::warn!(task = id, error = %e, "compaction could not read a payload");
             }
-        }
-        if bytes >= MOVE_SLICE_BYTES {
-            break;
+            None => rest.push((id, from, format)),
         }
     }
-    SliceRead {
-        moved,
-        rest: items.collect(),
-    }
+    SliceRead { moved, rest }
 }
 
 impl Core {
@@ -155,6 +147,9 @@ impl Core {
         if slice.is_empty() {
             return;
         }
+        // Read in log order: what the reader leaves for later is then the
+        // tail of the slice, and goes back in front of the queue as it was.
+        slice.sort_by_key(|(_, from, _)| from.at());
         if slices.send(slice).is_ok() {
             self.compactor.busy = true;
         }
