@@ -24,9 +24,6 @@ async fn still_writes(engine: &Engine) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails: the enqueue size check in spool-engine's core counts 64 bytes of \
-            overhead per task, but a task with a 128-byte kind encodes to about 172 bytes \
-            beside its payload, so this batch passes the check and its record does not fit"]
 async fn a_batch_of_long_kinds_near_the_record_limit_does_not_stop_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(EngineConfig::new(dir.path())).unwrap();

@@ -25,6 +25,8 @@ use crate::state::TaskView;
 
 /// Tasks per settle record when many change at once.
 const SETTLE_SLICE: usize = 4096;
+/// Ids per delete record (8 bytes each: far below the record limit).
+const DELETE_SLICE: usize = 1 << 20;
 
 fn next_of(n: transition::Next) -> Next {
     match n {
@@ -62,10 +64,22 @@ impl Core {
         self.state.admit(queue, kinds)?;
         let defaults = QueueSettings::default();
         let settings = q.map_or(&defaults, |q| &self.state.queue(q).settings);
+        // What the record will take: per task its payload, key and kind
+        // (the queue's name when it has none) plus the fixed fields (44
+        // bytes, rounded up), and the record's own header and queue name.
         let encoded: usize = tasks
             .iter()
-            .map(|t| t.payload.len() + t.key.as_ref().map_or(0, |k| k.as_str().len()) + 64)
-            .sum();
+            .map(|t| {
+                t.payload.len()
+                    + t.key.as_ref().map_or(0, |k| k.as_str().len())
+                    + t.kind
+                        .as_ref()
+                        .map_or(queue.as_str().len(), |k| k.as_str().len())
+                    + 64
+            })
+            .sum::<usize>()
+            + 256
+            + queue.as_str().len();
         if encoded > spool_wal::MAX_RECORD_LEN {
             // One request is one log record; a record past the log's limit
             // would fail its write and stop the engine.
@@ -297,8 +311,13 @@ impl Core {
         // The same ack twice in one call succeeds twice and deletes once.
         ids.sort_unstable();
         ids.dedup();
-        if !ids.is_empty() {
-            self.commit(Op::Delete { now, ids });
+        // A library caller may ack millions at once: one record each slice,
+        // so none outgrows the log's record limit.
+        for slice in ids.chunks(DELETE_SLICE) {
+            self.commit(Op::Delete {
+                now,
+                ids: slice.to_vec(),
+            });
         }
         Ok(results)
     }
