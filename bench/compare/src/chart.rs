@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use crate::figure::{workload, Figure};
 
-const PALETTE: [RGBColor; 10] = [
+const PALETTE: [RGBColor; 11] = [
     RGBColor(31, 119, 180),
     RGBColor(44, 160, 44),
     RGBColor(23, 190, 207),
@@ -19,6 +19,7 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
+    RGBColor(0, 0, 128),
 ];
 
 pub fn render(figures: &[Figure], path: &Path) -> anyhow::Result<()> {

@@ -15,7 +15,7 @@ pub struct Config {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "spool-embedded,spool-server,spool-postgres,pg-skip-locked,redis,rabbitmq-classic,rabbitmq-quorum,nats-jetstream,graphile-worker,apalis-postgres"
+        default_value = "spool-embedded,spool-server,spool-resp,spool-postgres,pg-skip-locked,redis,rabbitmq-classic,rabbitmq-quorum,nats-jetstream,graphile-worker,apalis-postgres"
     )]
     pub systems: Vec<String>,
 

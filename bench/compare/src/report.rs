@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use crate::figure::{workload, Figure};
 
 /// Peers that keep their tasks in PostgreSQL: compared with Spool's
-/// PostgreSQL store. Every other peer is compared with Spool's server.
+/// PostgreSQL store. Every other peer is compared with Spool's server,
+/// over HTTP and over RESP.
 const PG_PEERS: &[&str] = &["pg-skip-locked", "graphile-worker", "apalis-postgres"];
 
 pub fn markdown(figures: &[Figure]) -> String {
@@ -40,25 +41,32 @@ pub fn markdown(figures: &[Figure]) -> String {
         out,
         "\nRatio of Spool to each peer (above 1: Spool ahead; latency rows compare p99 pickup).\n"
     );
-    let peers: Vec<&String> = systems
+    // Each peer beside every Spool variant of its kind that ran.
+    let pairs: Vec<(&str, &String)> = systems
         .iter()
         .filter(|s| !s.starts_with("spool-"))
+        .flat_map(|p| {
+            spool_for(p)
+                .iter()
+                .filter(|s| systems.iter().any(|ran| ran == *s))
+                .map(move |s| (*s, p))
+        })
         .collect();
     let _ = writeln!(
         out,
         "| workload | {} |",
-        peers
+        pairs
             .iter()
-            .map(|p| format!("{} vs {p}", spool_for(p)))
+            .map(|(s, p)| format!("{s} vs {p}"))
             .collect::<Vec<_>>()
             .join(" | ")
     );
-    let _ = writeln!(out, "| --- |{}", " ---: |".repeat(peers.len()));
+    let _ = writeln!(out, "| --- |{}", " ---: |".repeat(pairs.len()));
     for row in &rows {
-        let cells: Vec<String> = peers
+        let cells: Vec<String> = pairs
             .iter()
-            .map(|p| {
-                let spool = by_cell.get(&(row.clone(), spool_for(p).to_string()));
+            .map(|(s, p)| {
+                let spool = by_cell.get(&(row.clone(), s.to_string()));
                 let peer = by_cell.get(&(row.clone(), (*p).clone()));
                 match (spool, peer) {
                     (Some(s), Some(p)) => ratio(s, p).map_or("–".into(), |r| format!("{r:.2}×")),
@@ -81,12 +89,12 @@ pub fn markdown(figures: &[Figure]) -> String {
     out
 }
 
-/// The Spool variant a peer is compared with.
-pub fn spool_for(peer: &str) -> &'static str {
+/// The Spool variants a peer is compared with.
+pub fn spool_for(peer: &str) -> &'static [&'static str] {
     if PG_PEERS.contains(&peer) {
-        "spool-postgres"
+        &["spool-postgres"]
     } else {
-        "spool-server"
+        &["spool-server", "spool-resp"]
     }
 }
 
@@ -171,6 +179,20 @@ mod tests {
         ];
         let md = markdown(&figures);
         assert!(md.contains("| drain, 100 B | 2.00× | 2.00× |"), "{md}");
+        let with_resp = [
+            figures.clone(),
+            vec![Figure::new("spool-resp", workload::DRAIN, 16, 100).measured(400, 1.0)],
+        ]
+        .concat();
+        let md = markdown(&with_resp);
+        assert!(
+            md.contains("| spool-server vs redis | spool-resp vs redis |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| drain, 100 B | 2.00× | 4.00× | 2.00× |"),
+            "{md}"
+        );
         assert_eq!(thousands(1234567.4), "1,234,567");
     }
 }

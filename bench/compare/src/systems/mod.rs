@@ -19,6 +19,7 @@ pub async fn connect(name: &str, cfg: &Config) -> anyhow::Result<Box<dyn System>
     Ok(match name {
         "spool-embedded" => spool::Spool::embedded(cfg).await?,
         "spool-server" => spool::Spool::server(cfg).await?,
+        "spool-resp" => spool::Spool::resp(cfg).await?,
         "spool-postgres" => spool::Spool::postgres(cfg).await?,
         "pg-skip-locked" => pg_raw::PgSkipLocked::connect(cfg).await?,
         "redis" => redis::RedisQueue::connect(cfg).await?,

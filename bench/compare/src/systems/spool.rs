@@ -1,6 +1,7 @@
-//! Spool three ways, through one adapter over the `Store` trait: the
-//! embedded engine in-process, `spool serve` over HTTP (a child process on
-//! its own data directory), and the PostgreSQL store in-process.
+//! Spool four ways, through one adapter over the `Store` trait: the
+//! embedded engine in-process, `spool serve` over HTTP and over RESP (a
+//! child process on its own data directory), and the PostgreSQL store
+//! in-process.
 //!
 //! Consumers claim batches with a short long-poll and acknowledge each
 //! batch with one `ack_many`, as a Spool worker does.
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use async_trait::async_trait;
-use spool_client::RemoteStore;
+use spool_client::{RemoteStore, RespStore};
 use spool_core::store::MAX_CLAIM;
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, Store};
 use spool_engine::{Engine, EngineConfig};
@@ -69,6 +70,24 @@ impl Spool {
             ),
             Arc::new(store),
             // The process dies before its directory is removed.
+            Box::new((server, dir)),
+        )
+    }
+
+    pub async fn resp(cfg: &Config) -> anyhow::Result<Box<dyn System>> {
+        let dir = tempfile::Builder::new()
+            .prefix("spool-compare-")
+            .tempdir()?;
+        let server = ServerProcess::start(cfg, dir.path())?;
+        let store = RespStore::new(server.resp.clone(), None);
+        Self::boxed(
+            "spool-resp",
+            format!(
+                "`spool serve` over RESP (loopback; spool_client::RespStore, a connection per call \
+                 in flight, reused), embedded engine with fdatasync, at {}",
+                server.resp
+            ),
+            Arc::new(store),
             Box::new((server, dir)),
         )
     }
@@ -209,11 +228,13 @@ impl Producer for SpoolProducer {
     }
 }
 
-/// A `spool serve` child on port 0 and a data directory of its own;
-/// SIGKILLed on drop.
+/// A `spool serve` child on port 0 (HTTP and RESP) and a data directory
+/// of its own; SIGKILLed on drop.
 struct ServerProcess {
     child: Child,
     base: String,
+    /// `127.0.0.1:PORT` of the RESP listener.
+    resp: String,
 }
 
 impl ServerProcess {
@@ -228,22 +249,27 @@ impl ServerProcess {
             .with_context(|| format!("cannot start {}", cfg.spool_bin.display()))?;
         let stderr = child.stderr.take().context("no stderr")?;
         let mut lines = BufReader::new(stderr).lines();
-        let addr = loop {
+        // The HTTP address is logged first, then the RESP one.
+        let mut wait_for = |marker: &str| loop {
             let line = lines
                 .next()
                 .context("spool serve exited before listening")??;
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest
-                    .split_whitespace()
-                    .next()
-                    .context("no address")?
-                    .to_string();
+            if let Some(rest) = line.split(marker).nth(1) {
+                break anyhow::Ok(
+                    rest.split_whitespace()
+                        .next()
+                        .context("no address")?
+                        .to_string(),
+                );
             }
         };
+        let addr = wait_for("listening on http://")?;
+        let resp = wait_for("RESP listening on ")?;
         std::thread::spawn(move || lines.for_each(drop));
         Ok(ServerProcess {
             child,
             base: format!("http://{addr}"),
+            resp,
         })
     }
 }

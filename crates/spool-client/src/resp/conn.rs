@@ -1,9 +1,11 @@
-//! One pipelined RESP connection shared by every caller.
+//! One pipelined RESP connection.
 //!
 //! Callers hand a command to the writer task, which coalesces whatever is
 //! queued into one write; the reader task matches answers to callers in
-//! order. Reading and writing run apart, so a long pipeline never
-//! deadlocks against the server's own back-pressure.
+//! order. Reading and writing run apart, so a large command never
+//! deadlocks against the server's own back-pressure. The pool lends a
+//! connection to one call at a time (see `pool`), but nothing here
+//! depends on that.
 //!
 //! Invariants: an answer goes to the caller whose command was written at
 //! the same position (the waiter is queued before its bytes are written);

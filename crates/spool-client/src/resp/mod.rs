@@ -3,8 +3,8 @@
 //! `RemoteStore`.
 //!
 //! A map: `store` implements the trait, one command per operation;
-//! `pool` keeps the connections (shared pipelined ones, and one of its own
-//! per long poll); `conn` is one pipelined connection; `value` decodes
+//! `pool` lends each call a connection of its own; `conn` is one
+//! connection (pipelined: callers of `conn` may share it); `value` decodes
 //! answers and `decode` turns them into Spool's types.
 
 mod conn;

@@ -27,8 +27,8 @@ use crate::http::Target;
 
 /// How long a call may take, beyond a claim's long-poll wait.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Shared pipelined connections by default.
-const DEFAULT_CONNECTIONS: usize = 4;
+/// Idle connections kept for reuse by default.
+const DEFAULT_IDLE: usize = 64;
 
 /// A [`Store`] that is a Spool server's RESP listener.
 ///
@@ -45,7 +45,7 @@ pub struct RespStoreBuilder {
     addr: String,
     token: Option<String>,
     timeout: Duration,
-    connections: usize,
+    max_idle: usize,
 }
 
 impl RespStoreBuilder {
@@ -61,11 +61,10 @@ impl RespStoreBuilder {
         self
     }
 
-    /// How many pipelined connections short commands share. Default 4:
-    /// the server runs one connection's commands in order, so several let
-    /// unrelated calls commit side by side.
-    pub fn connections(mut self, n: usize) -> Self {
-        self.connections = n;
+    /// How many idle connections are kept for reuse (each call in flight
+    /// has one of its own). Default 64.
+    pub fn max_idle(mut self, n: usize) -> Self {
+        self.max_idle = n;
         self
     }
 
@@ -76,7 +75,7 @@ impl RespStoreBuilder {
                 self.addr,
                 self.token,
                 self.timeout,
-                self.connections,
+                self.max_idle,
             )),
         }
     }
@@ -168,12 +167,12 @@ impl RespStore {
             addr: addr.into(),
             token: None,
             timeout: DEFAULT_TIMEOUT,
-            connections: DEFAULT_CONNECTIONS,
+            max_idle: DEFAULT_IDLE,
         }
     }
 
     async fn run(&self, cmd: Cmd, target: Target<'_>) -> Result<Value, StoreError> {
-        decode::check(self.pool.call(cmd.frame()).await?, target)
+        decode::check(self.pool.call(cmd.frame(), Duration::ZERO).await?, target)
     }
 
     async fn ok(&self, cmd: Cmd, target: Target<'_>) -> Result<(), StoreError> {
@@ -231,11 +230,7 @@ impl Store for RespStore {
         if let Some(lease) = req.lease {
             cmd = cmd.arg("LEASE").ms(lease);
         }
-        let answer = if req.wait.is_zero() {
-            self.pool.call(cmd.frame()).await?
-        } else {
-            self.pool.call_blocking(cmd.frame(), req.wait).await?
-        };
+        let answer = self.pool.call(cmd.frame(), req.wait).await?;
         decode::array(decode::check(answer, Target::Queue(&req.queue))?)?
             .into_iter()
             .map(|t| decode::task(t, None))
