@@ -96,7 +96,9 @@ fn parse_array(buf: &[u8], limits: &FrameLimits) -> Result<Option<Frame>, FrameE
             max: limits.max_args,
         });
     }
-    let mut args = Vec::with_capacity(count as usize);
+    // The count is the client's word: reserve for it only as the
+    // arguments actually arrive.
+    let mut args = Vec::with_capacity((count as usize).min(1024));
     for _ in 0..count {
         match buf.get(pos) {
             None => return Ok(None),
