@@ -9,8 +9,9 @@
 //! 1,000), and at every power of ten on the way (and at the end) reports
 //! the fill rate, resident memory per task (RSS growth over the empty
 //! store, allocator included), log bytes per task, and claim latency: a
-//! claim of 100 from the full queue and from a small other queue, each
-//! acked. Then restarts the engine (checkpoint + replay) and times it and
+//! claim of 100 from the full queue, from a small other queue, and from an
+//! empty store of its own on the same disk, taken in turn so that the
+//! machine's noise falls on all three alike, each acked. Then restarts the engine (checkpoint + replay) and times it and
 //! the claims again. Then compaction: `--compact` tasks are claimed from the
 //! front, nine in ten acked and one failed for good (dead tasks keep their
 //! payloads), so those segments go mostly dead; a checkpoint hands their
@@ -50,7 +51,8 @@ struct Args {
     /// Data directory (default: a temporary one, removed at the end).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Claims timed at each report point (a fifth of them on the full queue).
+    /// Rounds of claims timed at each report point (one claim of each kind
+    /// a round).
     #[arg(long, default_value_t = 500)]
     samples: usize,
     /// Tasks thinned out of the queue's front for the compaction phase
@@ -100,34 +102,55 @@ fn payload(i: u64) -> Payload {
     Payload::json(body.into_bytes())
 }
 
-/// Claims `max` from `queue` and acks them, `samples` times; (p50, p99) µs
-/// of the claim alone.
-async fn claim_latency(
-    engine: &Engine,
-    queue: &QueueName,
-    samples: usize,
-    refill: bool,
-) -> Result<(u64, u64)> {
-    let mut h = Histogram::<u64>::new(3)?;
-    for i in 0..samples {
-        if refill {
-            let tasks = (0..100)
-                .map(|j| NewTask::new(payload(i as u64 * 100 + j)))
-                .collect();
-            engine.enqueue(queue, tasks).await?;
+/// Claims of 100 (each acked) timed side by side, one of each kind per
+/// round, so the machine's noise (the disk's fsync latency above all)
+/// falls on all three alike: from the full queue, from a small other queue
+/// of the same store, and from an empty store of its own on the same disk.
+struct Probes {
+    empty: Engine,
+    full: QueueName,
+    other: QueueName,
+}
+
+/// p50 and p99 in µs.
+type Quantiles = (u64, u64);
+
+impl Probes {
+    async fn measure(&self, engine: &Engine, rounds: usize) -> Result<[Quantiles; 3]> {
+        let mut h = [
+            Histogram::<u64>::new(3)?,
+            Histogram::<u64>::new(3)?,
+            Histogram::<u64>::new(3)?,
+        ];
+        for i in 0..rounds {
+            h[0].record(claim_once(engine, &self.full, None).await?)?;
+            h[1].record(claim_once(engine, &self.other, Some(i)).await?)?;
+            h[2].record(claim_once(&self.empty, &self.other, Some(i)).await?)?;
         }
-        let start = Instant::now();
-        let claimed = engine
-            .claim(ClaimRequest::new(queue.clone(), "resident").max(100))
-            .await?;
-        h.record(start.elapsed().as_micros() as u64)?;
-        let acks: Vec<(TaskId, LeaseToken)> = claimed
-            .iter()
-            .filter_map(|t| Some((t.id, t.lease.as_ref()?.token)))
-            .collect();
-        engine.ack_many(acks).await?;
+        Ok(h.map(|h| (h.value_at_quantile(0.5), h.value_at_quantile(0.99))))
     }
-    Ok((h.value_at_quantile(0.5), h.value_at_quantile(0.99)))
+}
+
+/// Claims 100 from `queue` (after enqueuing 100 there, with `refill`) and
+/// acks them; µs of the claim alone.
+async fn claim_once(engine: &Engine, queue: &QueueName, refill: Option<usize>) -> Result<u64> {
+    if let Some(i) = refill {
+        let tasks = (0..100)
+            .map(|j| NewTask::new(payload(i as u64 * 100 + j)))
+            .collect();
+        engine.enqueue(queue, tasks).await?;
+    }
+    let start = Instant::now();
+    let claimed = engine
+        .claim(ClaimRequest::new(queue.clone(), "resident").max(100))
+        .await?;
+    let micros = start.elapsed().as_micros() as u64;
+    let acks: Vec<(TaskId, LeaseToken)> = claimed
+        .iter()
+        .filter_map(|t| Some((t.id, t.lease.as_ref()?.token)))
+        .collect();
+    engine.ack_many(acks).await?;
+    Ok(micros)
 }
 
 /// Single-task enqueues one after another (each waits for its group
@@ -181,6 +204,7 @@ async fn compaction_phase(
         }
         thinned += claimed.len() as u64;
         let mut acks = Vec::with_capacity(claimed.len());
+        let mut fails = Vec::new();
         for (i, task) in claimed.iter().enumerate() {
             let Some(lease) = &task.lease else { continue };
             if i % 10 == 0 {
@@ -188,10 +212,14 @@ async fn compaction_phase(
                     discard: true,
                     ..FailRequest::new("kept dead for the compaction benchmark")
                 };
-                engine.fail(task.id, lease.token, fail).await?;
+                // All at once, so they share group commits.
+                fails.push(engine.fail(task.id, lease.token, fail));
             } else {
                 acks.push((task.id, lease.token));
             }
+        }
+        for r in futures::future::join_all(fails).await {
+            r?;
         }
         engine.ack_many(acks).await?;
     }
@@ -246,6 +274,10 @@ async fn compaction_phase(
 async fn main() -> Result<()> {
     allocator::return_freed_memory_at_once();
     let metrics = PrometheusBuilder::new().install_recorder()?;
+    // The engine's own lines (checkpoints, recovery's progress) on stderr.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
     let a = Args::parse();
     let tmp;
     let dir = match &a.dir {
@@ -257,19 +289,33 @@ async fn main() -> Result<()> {
     };
     let (bulk, probe) = (name("bulk")?, name("probe")?);
     let engine = Arc::new(Engine::open(EngineConfig::new(&dir))?);
+    let empty_dir = tempfile::tempdir_in(dir.parent().unwrap_or(&dir))?;
+    let probes = Probes {
+        empty: Engine::open(EngineConfig::new(empty_dir.path()))?,
+        full: bulk.clone(),
+        other: probe.clone(),
+    };
     // Queues exist and the allocator is warm before the baseline.
     engine
         .enqueue(&probe, vec![NewTask::new(payload(0))])
         .await?;
-    let (p50, p99) = claim_latency(&engine, &probe, a.samples, true).await?;
+    let [_, base, _] = probes.measure(&engine, a.samples).await?;
     let base_rss = rss();
     println!(
-        "empty store: rss {} MiB, claim of 100 p50 {p50} µs p99 {p99} µs",
-        base_rss >> 20
+        "empty store: rss {} MiB, claim of 100 p50 {} µs p99 {} µs",
+        base_rss >> 20,
+        base.0,
+        base.1
     );
     println!(
-        "{:>12} {:>10} {:>9} {:>9} {:>22} {:>22}",
-        "tasks", "fill/s", "rss B/t", "disk B/t", "claim p50/p99 same q", "claim p50/p99 other q"
+        "{:>12} {:>10} {:>9} {:>9} {:>20} {:>20} {:>20}",
+        "tasks",
+        "fill/s",
+        "rss B/t",
+        "disk B/t",
+        "claim p50/p99 same q",
+        "other q",
+        "empty store beside"
     );
     let start = Instant::now();
     let mut next_report = 1_000_000.min(a.tasks);
@@ -296,11 +342,10 @@ async fn main() -> Result<()> {
             let rate = (done - last.1) as f64 / last.0.elapsed().as_secs_f64();
             let per_task = rss().saturating_sub(base_rss) as f64 / done as f64;
             let disk = dir_bytes(&dir) as f64 / done as f64;
-            let same = claim_latency(&engine, &bulk, a.samples / 5, false).await?;
-            let other = claim_latency(&engine, &probe, a.samples, true).await?;
+            let [same, other, empty] = probes.measure(&engine, a.samples).await?;
             println!(
-                "{done:>12} {rate:>10.0} {per_task:>9.1} {disk:>9.1} {:>13}/{:<8} {:>13}/{:<8}",
-                same.0, same.1, other.0, other.1
+                "{done:>12} {rate:>10.0} {per_task:>9.1} {disk:>9.1} {:>11}/{:<8} {:>11}/{:<8} {:>11}/{:<8}",
+                same.0, same.1, other.0, other.1, empty.0, empty.1
             );
             while next_report <= done && next_report < a.tasks {
                 next_report = (next_report * 10).min(a.tasks);
@@ -325,11 +370,11 @@ async fn main() -> Result<()> {
     println!("restart: {:.1} s", t.elapsed().as_secs_f64());
     // Again once the fill's writes have settled: latency here is the
     // claim's own cost plus one quiet fsync, not the disk catching up.
-    let same = claim_latency(&engine, &bulk, a.samples / 5, false).await?;
-    let other = claim_latency(&engine, &probe, a.samples, true).await?;
+    let [same, other, empty] = probes.measure(&engine, a.samples).await?;
     println!(
-        "after the restart: claim of 100 p50/p99 {}/{} µs from the full queue, {}/{} µs from another",
-        same.0, same.1, other.0, other.1
+        "after the restart: claim of 100 p50/p99 {}/{} µs from the full queue, {}/{} µs from \
+         another, {}/{} µs from an empty store beside it",
+        same.0, same.1, other.0, other.1, empty.0, empty.1
     );
 
     let compact = a.compact.unwrap_or(a.tasks / 10);
