@@ -36,9 +36,32 @@ fn state_filter(state: Option<TaskState>) -> &'static str {
 }
 
 /// The claim steps (`sql/claim_steps.sql`), put in where a template says
-/// `{claim_steps}`.
+/// `{claim_steps}`, with their scans of each partition.
 fn with_claim_steps(template: &str) -> String {
-    template.replace("{claim_steps}", include_str!("../sql/claim_steps.sql"))
+    let steps = include_str!("../sql/claim_steps.sql")
+        .replace(
+            "{ready_scans}",
+            &each_partition(include_str!("../sql/claim_ready_scan.sql")),
+        )
+        .replace(
+            "{due_scans}",
+            &each_partition(include_str!("../sql/claim_due_scan.sql")),
+        );
+    template.replace("{claim_steps}", &steps)
+}
+
+/// A fragment once per partition, `{table}` filled in, joined by UNION
+/// ALL. The fragment's comment lines are dropped: they would end inside
+/// the line that joins them.
+fn each_partition(fragment: &str) -> String {
+    let body: String = fragment
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    PARTITIONS
+        .map(|table| body.replace("{table}", table))
+        .join("\nUNION ALL\n")
 }
 
 /// The list filters in a fixed order: no filter, then each state.
@@ -90,8 +113,28 @@ pub(crate) struct Sql {
     pub(crate) delete_schedule: String,
     pub(crate) fire_schedule: String,
     pub(crate) vacuum_lock: String,
-    pub(crate) vacuum: String,
+    pub(crate) vacuum_targets: String,
+    /// VACUUM of each of [`PARTITIONS`], in that order.
+    pub(crate) vacuum: [String; PARTITIONS.len()],
     pub(crate) vacuum_unlock: String,
+    pub(crate) rotate_due: String,
+    /// Per generation of the ring, indexed by it: [`crate::rotate`].
+    pub(crate) rotate_count: [String; GENERATIONS],
+    pub(crate) rotate_move: [String; GENERATIONS],
+    pub(crate) rotate_lock: [String; GENERATIONS],
+    pub(crate) rotate_truncate: [String; GENERATIONS],
+}
+
+/// The task table's partitions (migration 6): the ring's generations, in
+/// order, then the parked tasks.
+pub(crate) const PARTITIONS: [&str; 4] = ["tasks_g0", "tasks_g1", "tasks_g2", "tasks_parked"];
+
+/// How many generations the ring of task partitions has (migration 6).
+pub(crate) const GENERATIONS: usize = 3;
+
+/// A template rendered once per generation, `{gen}` filled in.
+fn per_generation(template: &str, schema: &Schema) -> [String; GENERATIONS] {
+    std::array::from_fn(|g| render(&template.replace("{gen}", &g.to_string()), schema))
 }
 
 /// Fills in a template's placeholders.
@@ -141,7 +184,10 @@ impl Sql {
             clock: r(include_str!("../sql/clock.sql")),
             expired_leases: r(include_str!("../sql/expired_leases.sql")),
             expire: r(include_str!("../sql/expire.sql")),
-            promote_due: r(include_str!("../sql/promote_due.sql")),
+            promote_due: r(&include_str!("../sql/promote_due.sql").replace(
+                "{due_scans}",
+                &each_partition(include_str!("../sql/promote_due_scan.sql")),
+            )),
             purge_keys: r(include_str!("../sql/purge_keys.sql")),
             put_schedule: r(include_str!("../sql/put_schedule.sql")),
             list_schedules: r(include_str!("../sql/list_schedules.sql")),
@@ -149,8 +195,15 @@ impl Sql {
             delete_schedule: r(include_str!("../sql/delete_schedule.sql")),
             fire_schedule: r(include_str!("../sql/fire_schedule.sql")),
             vacuum_lock: r(include_str!("../sql/vacuum_lock.sql")),
-            vacuum: r(include_str!("../sql/vacuum.sql")),
+            vacuum_targets: r(include_str!("../sql/vacuum_targets.sql")),
+            vacuum: PARTITIONS
+                .map(|table| r(&include_str!("../sql/vacuum.sql").replace("{table}", table))),
             vacuum_unlock: r(include_str!("../sql/vacuum_unlock.sql")),
+            rotate_due: r(include_str!("../sql/rotate_due.sql")),
+            rotate_count: per_generation(include_str!("../sql/rotate_count.sql"), schema),
+            rotate_move: per_generation(include_str!("../sql/rotate_move.sql"), schema),
+            rotate_lock: per_generation(include_str!("../sql/rotate_lock.sql"), schema),
+            rotate_truncate: per_generation(include_str!("../sql/rotate_truncate.sql"), schema),
         }
     }
 
@@ -189,6 +242,10 @@ mod tests {
             "{task}",
             "{filter}",
             "{claim_steps}",
+            "{gen}",
+            "{table}",
+            "{ready_scans}",
+            "{due_scans}",
         ] {
             assert!(!all.contains(p), "{p} left in a statement");
         }

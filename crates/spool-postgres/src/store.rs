@@ -29,6 +29,7 @@ use crate::floor::Floors;
 use crate::migrate;
 use crate::notifier::{self, Notifier};
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
+use crate::rotate;
 use crate::sql::Sql;
 use crate::sweep;
 use crate::tls;
@@ -144,9 +145,12 @@ impl PgStore {
         let sweeper = tokio::spawn(sweep::run(backend.clone()));
         let notifier = tokio::spawn(notifier::run(backend.clone()));
         let vacuum = tokio::spawn(vacuum::run(backend.clone()));
+        let rotation = tokio::spawn(rotate::run(backend.clone()));
         Ok(PgStore {
             backend,
-            _background: Arc::new(Background(vec![listener, sweeper, notifier, vacuum])),
+            _background: Arc::new(Background(vec![
+                listener, sweeper, notifier, vacuum, rotation,
+            ])),
         })
     }
 
