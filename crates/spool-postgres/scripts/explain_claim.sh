@@ -8,9 +8,9 @@
 # `emails` over three priorities, 5% ready in `other`, 5% each scheduled,
 # leased and dead; 100-byte payloads), VACUUM ANALYZEs, then explains the
 # prepared claim of 1,000 from `emails` with the generic plan the store
-# uses (and, like the store's connections, jit = off; JIT=on explains with
-# the server's default), inside a rolled-back transaction, RETURNING
-# trimmed to the ids.
+# uses (and, like the store's connections, jit = off and enable_sort = off;
+# JIT=on explains with the server's default JIT), inside a rolled-back
+# transaction, RETURNING trimmed to the ids.
 # The rows are spread over the ring's three generations (dead ones parked),
 # as a backlog written over several rotations is.
 # SKIP_FILL=1 explains an existing SCHEMA again. HELD=N first opens a
@@ -57,26 +57,12 @@ SQL
 } | psql -q -v ON_ERROR_STOP=1
 
 tokens="{$(seq -s, 1 1000)}"
-# The claim with its steps and their per-partition scans put in (as
-# src/sql.rs does), comments dropped.
-claim=$(perl -0pe '
-  BEGIN {
-    sub slurp { local $/; open my $f, "<", $_[0] or die "$_[0]: $!"; my $s = <$f>; $s }
-    sub each_part {
-      my $b = join("\n", grep { !/^\s*--/ } split(/\n/, slurp($_[0])));
-      join("\nUNION ALL\n",
-           map { (my $x = $b) =~ s/\{table\}/$_/g; $x } qw(tasks_g0 tasks_g1 tasks_g2 tasks_parked))
-    }
-    $steps = slurp("sql/claim_steps.sql");
-    $r = each_part("sql/claim_ready_scan.sql");
-    $d = each_part("sql/claim_due_scan.sql");
-    $steps =~ s/\{ready_scans\}/$r/;
-    $steps =~ s/\{due_scans\}/$d/;
-  }
-  s/\{claim_steps\}/$steps/' sql/claim.sql \
+# The claim with its steps put in (as src/sql.rs does), comments dropped.
+claim=$(perl -0pe 'BEGIN { local $/; open my $f, "<", "sql/claim_steps.sql" or die; $steps = <$f> }
+                   s/\{claim_steps\}/$steps/' sql/claim.sql \
   | render | grep -v '^ *--' | sed -e 's/), --.*$/),/' \
   | sed -e 's/RETURNING p.n, {task}, \$1::text AS queue/RETURNING p.n, t.id/')
-settings="SET plan_cache_mode = force_generic_plan; SET jit = ${JIT:-off};
+settings="SET plan_cache_mode = force_generic_plan; SET jit = ${JIT:-off}; SET enable_sort = off;
 PREPARE claim(text, text, bigint, bigint, bigint[], smallint, timestamptz) AS $claim;"
 front="-32768, '0001-01-01 00:00:00+00'"
 explain() {
@@ -86,9 +72,11 @@ ROLLBACK;"
 }
 
 if [ -n "${HELD:-}" ]; then
-  psql -q -c "BEGIN; SELECT txid_current(); SELECT pg_sleep(3600);" >/dev/null 2>&1 &
-  holder=$!
-  trap 'kill $holder 2>/dev/null' EXIT
+  PGAPPNAME=spool_explain_hold \
+    psql -q -c "BEGIN; SELECT txid_current(); SELECT pg_sleep(3600);" >/dev/null 2>&1 &
+  # The backend sleeps on when its client goes: end it by name.
+  trap 'psql -qAt -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                     WHERE application_name = '"'"'spool_explain_hold'"'"'" >/dev/null' EXIT
   sleep 1
   {
     echo "$settings"

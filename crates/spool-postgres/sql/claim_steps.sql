@@ -31,13 +31,19 @@
 -- their ctids hold until it ends.
 -- Defines `claimed`: the claimed tasks with n, their place in claim order.
 ready AS (
-    SELECT * FROM ({ready_scans}) r
+    SELECT gen, ctid, id, priority, run_at FROM {schema}.tasks
+    WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'ready'
+      AND (priority, run_at) >= ($6::smallint, $7::timestamptz)
     ORDER BY priority, run_at, id
     LIMIT $3
+    FOR UPDATE SKIP LOCKED
 ), due AS (
-    SELECT * FROM ({due_scans}) d
+    SELECT gen, ctid, id, priority, run_at FROM {schema}.tasks
+    WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'scheduled'
+      AND run_at <= now()
     ORDER BY run_at, id
     LIMIT $3
+    FOR UPDATE SKIP LOCKED
 ), picked AS (
     SELECT gen, ctid, row_number() OVER (ORDER BY priority, run_at, id) AS n
     FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) c

@@ -118,9 +118,12 @@ async fn check(schema: Schema) {
     let mut client = connect().await;
     let (name, s) = (schema.name().to_string(), schema.ident());
     migrate::run(&mut client, &schema).await.unwrap();
-    // As the store's connections run: one generic plan, no JIT.
+    // As the store's connections run: one generic plan, no JIT, no sorts
+    // where a merge of indexes will do.
     client
-        .batch_execute("SET plan_cache_mode = force_generic_plan; SET jit = off")
+        .batch_execute(
+            "SET plan_cache_mode = force_generic_plan; SET jit = off; SET enable_sort = off",
+        )
         .await
         .unwrap();
     // Filled, emptied and vacuumed (which writes down reltuples = 0 and

@@ -36,32 +36,9 @@ fn state_filter(state: Option<TaskState>) -> &'static str {
 }
 
 /// The claim steps (`sql/claim_steps.sql`), put in where a template says
-/// `{claim_steps}`, with their scans of each partition.
+/// `{claim_steps}`.
 fn with_claim_steps(template: &str) -> String {
-    let steps = include_str!("../sql/claim_steps.sql")
-        .replace(
-            "{ready_scans}",
-            &each_partition(include_str!("../sql/claim_ready_scan.sql")),
-        )
-        .replace(
-            "{due_scans}",
-            &each_partition(include_str!("../sql/claim_due_scan.sql")),
-        );
-    template.replace("{claim_steps}", &steps)
-}
-
-/// A fragment once per partition, `{table}` filled in, joined by UNION
-/// ALL. The fragment's comment lines are dropped: they would end inside
-/// the line that joins them.
-fn each_partition(fragment: &str) -> String {
-    let body: String = fragment
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("--"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    PARTITIONS
-        .map(|table| body.replace("{table}", table))
-        .join("\nUNION ALL\n")
+    template.replace("{claim_steps}", include_str!("../sql/claim_steps.sql"))
 }
 
 /// The list filters in a fixed order: no filter, then each state.
@@ -184,10 +161,7 @@ impl Sql {
             clock: r(include_str!("../sql/clock.sql")),
             expired_leases: r(include_str!("../sql/expired_leases.sql")),
             expire: r(include_str!("../sql/expire.sql")),
-            promote_due: r(&include_str!("../sql/promote_due.sql").replace(
-                "{due_scans}",
-                &each_partition(include_str!("../sql/promote_due_scan.sql")),
-            )),
+            promote_due: r(include_str!("../sql/promote_due.sql")),
             purge_keys: r(include_str!("../sql/purge_keys.sql")),
             put_schedule: r(include_str!("../sql/put_schedule.sql")),
             list_schedules: r(include_str!("../sql/list_schedules.sql")),
@@ -244,8 +218,6 @@ mod tests {
             "{claim_steps}",
             "{gen}",
             "{table}",
-            "{ready_scans}",
-            "{due_scans}",
         ] {
             assert!(!all.contains(p), "{p} left in a statement");
         }
