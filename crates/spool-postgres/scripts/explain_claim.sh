@@ -6,7 +6,8 @@
 # Builds SCHEMA (default spool_explain; dropped first) from migrations/,
 # fills it with ROWS tasks in two queues with generate_series (80% ready in
 # `emails` over three priorities, 5% ready in `other`, 5% each scheduled,
-# leased and dead; 100-byte payloads), VACUUM ANALYZEs, then explains the
+# leased and dead; 100-byte payloads; run_at a millisecond apart, as
+# enqueue times are), VACUUM ANALYZEs, then explains the
 # prepared claim of 1,000 from `emails` with the generic plan the store
 # uses (and, like the store's connections, jit = off and enable_sort = off;
 # JIT=on explains with the server's default JIT), inside a rolled-back
@@ -40,7 +41,8 @@ INSERT INTO "$schema".tasks (id, run_at, lease_expires_at, lease_token, created_
     queue_id, attempt, max_attempts, priority, payload_json, state, kind, lease_owner, payload,
     gen)
 SELECT i,
-       CASE WHEN i % 20 = 0 THEN now() + interval '1 day' ELSE now() - interval '1 hour' END,
+       CASE WHEN i % 20 = 0 THEN now() + interval '1 day'
+            ELSE now() - interval '1 day' + i * interval '1 millisecond' END,
        CASE WHEN i % 20 = 1 THEN now() + interval '1 hour' END,
        CASE WHEN i % 20 = 1 THEN i END,
        now(), now(),
