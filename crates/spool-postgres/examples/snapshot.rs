@@ -14,7 +14,8 @@
 //! server runs one) and then reads `n_dead_tup`: the dead tuples that
 //! vacuum could not remove. Without truncation: truncating the table's
 //! empty tail takes an ACCESS EXCLUSIVE lock, which stalled the claims for
-//! seconds. Prints one line every 5 s. Uses `DATABASE_URL`
+//! seconds. Sizes are the task table's, every partition with its indexes,
+//! and its `tasks_ready` indexes'. Prints one line every 5 s. Uses `DATABASE_URL`
 //! and a schema of its own, dropped at the end.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -112,10 +113,14 @@ async fn main() {
     let holder = client(&url).await;
     let stats = client(&url).await;
     let vacuum_sql = format!("VACUUM (TRUNCATE false) \"{schema}\".tasks");
-    let stats_sql = "SELECT n_dead_tup, n_live_tup, vacuum_count, \
-        pg_relation_size(relid), pg_relation_size(format('%I.tasks_ready', schemaname)) \
-        FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'tasks'";
-    println!("| t s | phase | enqueued/s | acked/s | claim p50 ms | claim p99 ms | backlog | vacuum ms | n_dead_tup after it | tasks MB | tasks_ready MB |");
+    // Every partition of the task table (migration 6), with its indexes.
+    let stats_sql = "SELECT coalesce(sum(n_dead_tup), 0)::bigint, \
+            coalesce(sum(n_live_tup), 0)::bigint, coalesce(sum(vacuum_count), 0)::bigint, \
+            coalesce(sum(pg_total_relation_size(relid)), 0)::bigint, \
+            (SELECT coalesce(sum(pg_relation_size(h.inhrelid)), 0)::bigint FROM pg_inherits h \
+             WHERE h.inhparent = format('%I.tasks_ready', $1::text)::regclass) \
+        FROM pg_stat_user_tables WHERE schemaname = $1 AND relname LIKE 'tasks\\_%'";
+    println!("| t s | phase | enqueued/s | acked/s | claim p50 ms | claim p99 ms | backlog | vacuum ms | n_dead_tup after it | tasks + indexes MB | tasks_ready MB |");
     println!("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let (mut last_e, mut last_a, mut last_at) = (0, 0, Duration::ZERO);
     let mut phase = "before";

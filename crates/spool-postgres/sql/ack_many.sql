@@ -8,7 +8,8 @@
 -- Each item looks its row up by id alone, so that only the primary key
 -- can serve the lookup (LIMIT 1 keeps it from being flattened into a join
 -- the planner could turn around), and the delete reaches the rows by
--- ctid: no plan depends on the table's statistics (README.md). A row
+-- ctid (a TID scan of each partition, keeping the rows of the right one):
+-- no plan depends on the table's statistics (README.md). A row
 -- changed by another transaction since the lookup (the holder's own
 -- heartbeat, say) has another ctid and is not deleted: that item answers
 -- 'lease_lost', and the store runs such items again in a statement of
@@ -16,16 +17,17 @@
 WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS a(id, token, ord)
 ), held AS (
-    SELECT m.ctid
+    SELECT m.gen, m.ctid
     FROM input a
     CROSS JOIN LATERAL (
-        SELECT t.ctid, t.state, t.lease_token, t.lease_expires_at
+        SELECT t.gen, t.ctid, t.state, t.lease_token, t.lease_expires_at
         FROM {schema}.tasks t WHERE t.id = a.id LIMIT 1
     ) m
     WHERE m.lease_token = a.token AND m.state = 'leased' AND m.lease_expires_at > now()
 ), gone AS (
     DELETE FROM {schema}.tasks t
     WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM held))
+      AND (t.gen, t.ctid) = ANY(ARRAY(SELECT (gen, ctid) FROM held))
     RETURNING t.id, t.lease_token, t.queue_id, t.key
 ), retired AS (
     UPDATE {schema}.keys k

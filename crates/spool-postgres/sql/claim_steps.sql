@@ -11,34 +11,41 @@
 -- index; the floor is the front of claim order when the caller knows no
 -- better.
 --
--- Candidates come from two index range scans, each stopping after $3 rows:
+-- Candidates come from index range scans, each stopping after $3 rows:
 -- ready rows in claim order (tasks_ready), and scheduled rows whose run_at
--- has passed but which the sweeper has not promoted yet (tasks_scheduled).
+-- has passed but which the sweeper has not promoted yet (tasks_scheduled),
+-- in each partition of the task table (src/sql.rs puts in one scan per
+-- partition, sql/claim_ready_scan.sql and sql/claim_due_scan.sql, joined
+-- by UNION ALL). Scanning the partitions
+-- one by one, each in its index's order, leaves the planner no plan that
+-- reads a partition's every ready row and sorts them, which it chose
+-- through the parent whenever statistics said a partition was empty.
 -- SKIP LOCKED makes concurrent claimers pass over each other's rows instead
 -- of waiting. The lease is the task's own lease_ms, else the asked one,
 -- else the queue's (spool_core::transition::lease_for).
 --
--- The update finds the locked rows by their ctid, not by joining on id:
+-- The update finds the locked rows by their partition (gen) and ctid, not
+-- by joining on id:
 -- no plan of it depends on the table's statistics (README.md, "Plans that
 -- do not trust statistics"). The rows are locked by this statement, so
 -- their ctids hold until it ends.
 -- Defines `claimed`: the claimed tasks with n, their place in claim order.
 ready AS (
-    SELECT ctid, id, priority, run_at FROM {schema}.tasks
+    SELECT gen, ctid, id, priority, run_at FROM {schema}.tasks
     WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'ready'
       AND (priority, run_at) >= ($6::smallint, $7::timestamptz)
     ORDER BY priority, run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 ), due AS (
-    SELECT ctid, id, priority, run_at FROM {schema}.tasks
+    SELECT gen, ctid, id, priority, run_at FROM {schema}.tasks
     WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'scheduled'
       AND run_at <= now()
     ORDER BY run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT ctid, row_number() OVER (ORDER BY priority, run_at, id) AS n
+    SELECT gen, ctid, row_number() OVER (ORDER BY priority, run_at, id) AS n
     FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) c
     ORDER BY priority, run_at, id
     LIMIT $3
@@ -52,6 +59,6 @@ ready AS (
             + COALESCE(t.lease_ms, $4, (SELECT lease_ms FROM q)) * interval '1 millisecond',
         updated_at = {schema}.now_ms()
     FROM picked p
-    WHERE t.ctid = p.ctid
+    WHERE t.gen = p.gen AND t.ctid = p.ctid
     RETURNING p.n, {task}, $1::text AS queue
 )

@@ -12,18 +12,18 @@
 -- Each element looks its row up by id alone, so that only the primary key
 -- can serve the lookup (LIMIT 1 and MATERIALIZED keep the lookups from
 -- being flattened into a join the planner could turn around), and the
--- update reaches the rows by ctid: no plan depends on the table's
--- statistics (README.md). A row changed by another transaction since has
+-- update reaches the rows by partition (gen) and ctid: no plan depends on
+-- the table's statistics (README.md). A row changed by another transaction since has
 -- another ctid and is left alone.
 WITH u AS (
     SELECT *
     FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::timestamptz[], $5::jsonb[])
         AS u(id, token, dead, at, errors)
 ), target AS MATERIALIZED (
-    SELECT m.ctid, u.*
+    SELECT m.gen, m.ctid, u.*
     FROM u
     CROSS JOIN LATERAL (
-        SELECT t.ctid, t.state, t.lease_token, t.lease_expires_at
+        SELECT t.gen, t.ctid, t.state, t.lease_token, t.lease_expires_at
         FROM {schema}.tasks t WHERE t.id = u.id LIMIT 1
     ) m
     WHERE m.state = 'leased' AND m.lease_token = u.token
@@ -38,5 +38,5 @@ UPDATE {schema}.tasks t SET
     lease_expires_at = NULL,
     updated_at = u.at
 FROM target u
-WHERE t.ctid = u.ctid AND t.lease_token = u.token AND t.lease_expires_at = u.at
+WHERE t.gen = u.gen AND t.ctid = u.ctid AND t.lease_token = u.token AND t.lease_expires_at = u.at
 RETURNING t.id

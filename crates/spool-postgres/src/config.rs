@@ -34,6 +34,12 @@ pub struct PgConfig {
     /// tasks since it last did (`crate::vacuum` says why); 0 leaves it to
     /// autovacuum.
     pub vacuum_after_claims: u64,
+    /// How long a generation of the task table's ring stays current before
+    /// the oldest is emptied and truncated (`crate::rotate`). The table
+    /// holds about three intervals' worth of written rows, dead versions
+    /// included, whether or not a transaction holds the xmin horizon; each
+    /// rotation makes every connection plan its statements again.
+    pub rotate_interval: Duration,
     /// How old a count of tasks `stats` may answer with. Every node keeps
     /// its count in the database, and any node asking within this time
     /// gets it instead of scanning the task table again. Zero (the
@@ -80,6 +86,7 @@ impl Default for PgConfig {
             poll_interval: Duration::from_secs(1),
             claim: ClaimStrategy::SkipLocked,
             vacuum_after_claims: 50_000,
+            rotate_interval: Duration::from_secs(5),
             stats_max_age: Duration::ZERO,
             tls_root_cert: None,
         }
@@ -137,6 +144,7 @@ impl PgConfig {
         for (what, d) in [
             ("sweep_interval", self.sweep_interval),
             ("poll_interval", self.poll_interval),
+            ("rotate_interval", self.rotate_interval),
         ] {
             if d.is_zero() {
                 return Err(PgError::Config(format!("{what} must not be zero")));

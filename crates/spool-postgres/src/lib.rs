@@ -23,7 +23,9 @@
 //! column values; `wake` is the LISTEN side of wake-ups and `notifier` the
 //! coalesced NOTIFY side; `floor` where in claim order a claim starts (so
 //! a held xmin horizon does not make claims walk what was claimed since);
-//! `sweep` the upkeep; `vacuum` keeps the claim index's front clear; `tls`
+//! `sweep` the upkeep; `rotate` empties the oldest partition of the task
+//! table's ring (its size does not depend on VACUUM); `vacuum` keeps the
+//! claim index's front clear; `tls`
 //! encrypts connections when `sslmode=require`; `migrate`
 //! the versioned schema in `migrations/`. README.md explains the schema and
 //! the claim statement.
@@ -42,6 +44,7 @@ mod notifier;
 mod ops;
 #[cfg(test)]
 mod plans;
+mod rotate;
 mod row;
 mod sql;
 mod store;

@@ -48,6 +48,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "stats cache and the index of retried tasks",
         sql: include_str!("../migrations/0005_stats_cache_and_retried.sql"),
     },
+    Migration {
+        version: 6,
+        name: "the task table as a ring of generations",
+        sql: include_str!("../migrations/0006_generations.sql"),
+    },
 ];
 
 /// The latest version this build knows.

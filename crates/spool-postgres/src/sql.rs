@@ -90,8 +90,28 @@ pub(crate) struct Sql {
     pub(crate) delete_schedule: String,
     pub(crate) fire_schedule: String,
     pub(crate) vacuum_lock: String,
-    pub(crate) vacuum: String,
+    pub(crate) vacuum_targets: String,
+    /// VACUUM of each of [`PARTITIONS`], in that order.
+    pub(crate) vacuum: [String; PARTITIONS.len()],
     pub(crate) vacuum_unlock: String,
+    pub(crate) rotate_due: String,
+    /// Per generation of the ring, indexed by it: [`crate::rotate`].
+    pub(crate) rotate_count: [String; GENERATIONS],
+    pub(crate) rotate_move: [String; GENERATIONS],
+    pub(crate) rotate_lock: [String; GENERATIONS],
+    pub(crate) rotate_truncate: [String; GENERATIONS],
+}
+
+/// The task table's partitions (migration 6): the ring's generations, in
+/// order, then the parked tasks.
+pub(crate) const PARTITIONS: [&str; 4] = ["tasks_g0", "tasks_g1", "tasks_g2", "tasks_parked"];
+
+/// How many generations the ring of task partitions has (migration 6).
+pub(crate) const GENERATIONS: usize = 3;
+
+/// A template rendered once per generation, `{gen}` filled in.
+fn per_generation(template: &str, schema: &Schema) -> [String; GENERATIONS] {
+    std::array::from_fn(|g| render(&template.replace("{gen}", &g.to_string()), schema))
 }
 
 /// Fills in a template's placeholders.
@@ -149,8 +169,15 @@ impl Sql {
             delete_schedule: r(include_str!("../sql/delete_schedule.sql")),
             fire_schedule: r(include_str!("../sql/fire_schedule.sql")),
             vacuum_lock: r(include_str!("../sql/vacuum_lock.sql")),
-            vacuum: r(include_str!("../sql/vacuum.sql")),
+            vacuum_targets: r(include_str!("../sql/vacuum_targets.sql")),
+            vacuum: PARTITIONS
+                .map(|table| r(&include_str!("../sql/vacuum.sql").replace("{table}", table))),
             vacuum_unlock: r(include_str!("../sql/vacuum_unlock.sql")),
+            rotate_due: r(include_str!("../sql/rotate_due.sql")),
+            rotate_count: per_generation(include_str!("../sql/rotate_count.sql"), schema),
+            rotate_move: per_generation(include_str!("../sql/rotate_move.sql"), schema),
+            rotate_lock: per_generation(include_str!("../sql/rotate_lock.sql"), schema),
+            rotate_truncate: per_generation(include_str!("../sql/rotate_truncate.sql"), schema),
         }
     }
 
@@ -189,6 +216,8 @@ mod tests {
             "{task}",
             "{filter}",
             "{claim_steps}",
+            "{gen}",
+            "{table}",
         ] {
             assert!(!all.contains(p), "{p} left in a statement");
         }

@@ -29,6 +29,7 @@ use crate::floor::Floors;
 use crate::migrate;
 use crate::notifier::{self, Notifier};
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
+use crate::rotate;
 use crate::sql::Sql;
 use crate::sweep;
 use crate::tls;
@@ -103,6 +104,13 @@ impl PgStore {
         // statement at 10M rows (README.md). Nothing here runs long enough
         // to repay compiling.
         with_option(&mut pg, "-c jit=off");
+        // The task table is partitioned (migration 6). A scan that must stop
+        // after a batch in index order (the claim's, promotion's) merges
+        // the partitions' indexes, unless a partition's statistics say it
+        // is empty: then the planner read all its rows and sorted them.
+        // Without sorts to choose, the merge is the plan, and every
+        // statement that needs a sort still gets one (README.md).
+        with_option(&mut pg, "-c enable_sort=off");
         let manager = Manager::from_config(
             pg.clone(),
             tls.clone(),
@@ -148,9 +156,12 @@ impl PgStore {
             backend.channel.clone(),
         ));
         let vacuum = tokio::spawn(vacuum::run(backend.clone()));
+        let rotation = tokio::spawn(rotate::run(backend.clone()));
         Ok(PgStore {
             backend,
-            _background: Arc::new(Background(vec![listener, sweeper, notifier, vacuum])),
+            _background: Arc::new(Background(vec![
+                listener, sweeper, notifier, vacuum, rotation,
+            ])),
         })
     }
 

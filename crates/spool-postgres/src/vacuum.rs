@@ -15,11 +15,17 @@
 //! vacuums the table with index cleanup forced (VACUUM may otherwise skip
 //! the indexes when few heap pages have dead rows).
 //!
-//! Invariants: at most one VACUUM of a schema's table runs at a time across
-//! every process (a session advisory lock, tried, never waited for; a
-//! process that finds it taken leaves the work to its holder); VACUUM
-//! takes no lock that blocks enqueues, claims or acks. It holds one pooled
-//! connection while it runs (seconds on a table of millions of rows).
+//! The table is a ring of partitions (migration 6, [`crate::rotate`]); the
+//! vacuum visits each that has ten pages or more (`sql/vacuum_targets.sql`
+//! says why not the others). A held xmin horizon stops it from removing
+//! anything: then the rotation's TRUNCATE is what bounds the table.
+//!
+//! Invariants: at most one VACUUM or rotation of a schema's table runs at a
+//! time across every process (a session advisory lock, tried, never waited
+//! for; a process that finds it taken leaves the work to its holder);
+//! VACUUM takes no lock that blocks enqueues, claims or acks. It holds one
+//! pooled connection while it runs (seconds on a table of millions of
+//! rows).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -29,6 +35,7 @@ use spool_core::StoreError;
 
 use crate::backend::Backend;
 use crate::error::{corrupt, db};
+use crate::sql::PARTITIONS;
 
 /// How often the count of claims is looked at.
 const CHECK_EVERY: Duration = Duration::from_millis(250);
@@ -54,25 +61,52 @@ pub(crate) async fn run(backend: Arc<Backend>) {
 }
 
 impl Backend {
-    /// Vacuums the task table unless another process is at it; whether it
-    /// did.
-    async fn vacuum(&self) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let got: bool = client
+    /// Tries the upkeep lock on `client`'s session: the one that lets one
+    /// process at a time vacuum or rotate this schema's task table. Whether
+    /// it got it; `sql.vacuum_unlock` gives it back.
+    pub(crate) async fn try_upkeep_lock(
+        &self,
+        client: &tokio_postgres::Client,
+    ) -> Result<bool, StoreError> {
+        client
             .query_one(&self.sql.vacuum_lock, &[])
             .await
             .map_err(db)?
             .try_get(0)
-            .map_err(corrupt)?;
-        if !got {
+            .map_err(corrupt)
+    }
+
+    /// Vacuums the task table unless another process is at it; whether it
+    /// did.
+    async fn vacuum(&self) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        if !self.try_upkeep_lock(&client).await? {
             return Ok(false);
         }
-        let vacuumed = client.batch_execute(&self.sql.vacuum).await.map_err(db);
+        let vacuumed = self.vacuum_partitions(&client).await;
         // The lock is the session's: give it back whatever VACUUM did (a
         // broken connection gives it back by itself).
         let unlocked = client.batch_execute(&self.sql.vacuum_unlock).await;
         vacuumed?;
         unlocked.map_err(db)?;
         Ok(true)
+    }
+
+    /// Vacuums the partitions worth it, one statement each.
+    async fn vacuum_partitions(&self, client: &tokio_postgres::Client) -> Result<(), StoreError> {
+        let targets = client
+            .query(&self.sql.vacuum_targets, &[])
+            .await
+            .map_err(db)?;
+        for row in targets {
+            let name: &str = row.try_get(0).map_err(corrupt)?;
+            if let Some(i) = PARTITIONS.iter().position(|p| *p == name) {
+                client
+                    .batch_execute(&self.sql.vacuum[i])
+                    .await
+                    .map_err(db)?;
+            }
+        }
+        Ok(())
     }
 }

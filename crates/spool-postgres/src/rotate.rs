@@ -1,0 +1,203 @@
+//! The ring of task partitions: rotating it bounds the task table without
+//! VACUUM.
+//!
+//! Why: each claim updates a task's row and each ack deletes it. While any
+//! transaction in the database holds the xmin horizon (a forgotten `BEGIN`,
+//! a long report, a replication slot) VACUUM may remove none of the dead
+//! versions this leaves, so a single table and its indexes grow for as
+//! long as the horizon is held. `TRUNCATE` does not depend on the horizon:
+//! it gives a table new, empty files.
+//!
+//! So `tasks` is partitioned by `gen` (migration 6): generations 0, 1 and 2
+//! form a ring, 3 holds parked tasks (dead, or scheduled more than a minute
+//! ahead). New tasks go to the current generation. Once the current one
+//! has been current for `PgConfig::rotate_interval`, the generation after
+//! it in the ring (the oldest) is emptied and becomes current:
+//! 1. its tasks are moved to the current generation (or parked) in batches
+//!    of [`MOVE_BATCH`], passing over rows other transactions hold, each
+//!    batch a transaction of its own; when it holds more than
+//!    [`MOST_MOVED`] tasks (a backlog) the rotation waits for claims to
+//!    drain it instead of rewriting it;
+//! 2. one transaction takes its ACCESS EXCLUSIVE lock, waiting at most
+//!    50 ms (`sql/rotate_lock.sql`), moves what is left (what was locked in
+//!    step 1, or written since), truncates it and makes it current.
+//!
+//! Invariants:
+//! - no task is lost: the partition is truncated only under its ACCESS
+//!   EXCLUSIVE lock, after every task in it was moved in that same
+//!   transaction; a transaction still writing to it holds a lock that
+//!   keeps the truncation waiting, and a statement that began before the
+//!   lock sees every moved row after it (its snapshot is taken once it has
+//!   its own lock, after the commit);
+//! - a moved row keeps its id and every column but `gen`; a statement that
+//!   meets a row moved after it began fails with a serialization failure
+//!   and runs again ([`crate::db`]);
+//! - claims never wait on a rotation for longer than the lock timeout plus
+//!   the last step's moves: a transaction that read the table and stays
+//!   open (a REPEATABLE READ report) keeps the lock from being granted,
+//!   and the rotation gives up, waits [`BACK_OFF`] and tries again;
+//! - one process rotates at a time, never while this schema's vacuum runs
+//!   (the same tried session advisory lock as [`crate::vacuum`]).
+//!
+//! What bounds the table, then: at most three generations of rows, each
+//! written during one interval (with every dead version in it), plus a
+//! backlog older than that while it drains, plus parked tasks.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use spool_core::StoreError;
+use tokio_postgres::error::SqlState;
+
+use crate::backend::Backend;
+use crate::db::Db;
+use crate::error::{corrupt, db};
+use crate::floor::Ready;
+use crate::sql::GENERATIONS;
+
+/// Rows moved per statement in step 1.
+const MOVE_BATCH: i64 = 1_000;
+/// Most tasks a generation may hold to be emptied; with more, the rotation
+/// waits for claims to take them.
+const MOST_MOVED: i64 = 20_000;
+/// How long after a rotation that could not get its lock the next try
+/// comes.
+const BACK_OFF: Duration = Duration::from_secs(1);
+
+/// What a try at rotating did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Rotation {
+    /// The oldest generation was emptied and is current now.
+    Rotated,
+    /// Not due yet, or another process holds the upkeep lock.
+    NotDue,
+    /// The oldest generation still holds more than [`MOST_MOVED`] tasks.
+    Backlog,
+    /// Its lock could not be had within the lock timeout.
+    Busy,
+}
+
+/// Rotates when due, until the store is dropped (the task is aborted then).
+pub(crate) async fn run(backend: Arc<Backend>) {
+    let interval = backend.config.rotate_interval;
+    let check = (interval / 4).max(Duration::from_millis(50));
+    loop {
+        let pause = match backend.rotate().await {
+            Ok(Rotation::Busy) => {
+                tracing::debug!("task table rotation: lock not granted in time; retrying");
+                BACK_OFF
+            }
+            Ok(r) => {
+                tracing::trace!(outcome = ?r, "task table rotation");
+                check
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "task table rotation failed; retrying");
+                BACK_OFF
+            }
+        };
+        tokio::time::sleep(pause).await;
+    }
+}
+
+impl Backend {
+    /// One try at rotating the ring.
+    pub(crate) async fn rotate(&self) -> Result<Rotation, StoreError> {
+        let mut client = self.client().await?;
+        if !self.try_upkeep_lock(&client).await? {
+            return Ok(Rotation::NotDue);
+        }
+        let mut woken = BTreeSet::new();
+        let rotated = self.rotate_locked(&mut client, &mut woken).await;
+        // The lock is the session's: give it back whatever happened (a
+        // broken connection gives it back by itself).
+        let unlocked = client.batch_execute(&self.sql.vacuum_unlock).await;
+        for queue in &woken {
+            self.notify(queue, Ready::Anywhere);
+        }
+        let rotated = rotated?;
+        unlocked.map_err(db)?;
+        Ok(rotated)
+    }
+
+    /// [`Backend::rotate`] under the upkeep lock; collects the queues whose
+    /// ready tasks moved into `woken`.
+    async fn rotate_locked(
+        &self,
+        client: &mut deadpool_postgres::Client,
+        woken: &mut BTreeSet<String>,
+    ) -> Result<Rotation, StoreError> {
+        let interval = i64::try_from(self.config.rotate_interval.as_millis()).unwrap_or(i64::MAX);
+        let row = client
+            .query_one(&self.sql.rotate_due, &[&interval])
+            .await
+            .map_err(db)?;
+        let current: i16 = row.try_get("current").map_err(corrupt)?;
+        let due: bool = row.try_get("due").map_err(corrupt)?;
+        if !due {
+            return Ok(Rotation::NotDue);
+        }
+        let current = usize::try_from(current)
+            .ok()
+            .filter(|g| *g < GENERATIONS)
+            .ok_or_else(|| corrupt(format!("ring at generation {current}")))?;
+        let oldest = (current + 1) % GENERATIONS;
+        let to = i16::try_from(current).map_err(corrupt)?;
+
+        let held: i64 = client
+            .query_one(&self.sql.rotate_count[oldest], &[&(MOST_MOVED + 1)])
+            .await
+            .map_err(db)?
+            .try_get(0)
+            .map_err(corrupt)?;
+        if held > MOST_MOVED {
+            return Ok(Rotation::Backlog);
+        }
+        loop {
+            let moved = self
+                .move_out(&*client, oldest, to, MOVE_BATCH, woken)
+                .await?;
+            if moved < MOVE_BATCH {
+                break;
+            }
+        }
+
+        let tx = client.transaction().await.map_err(db)?;
+        match tx.batch_execute(&self.sql.rotate_lock[oldest]).await {
+            Ok(()) => {}
+            Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+                return Ok(Rotation::Busy);
+            }
+            Err(e) => return Err(db(e)),
+        }
+        self.move_out(&tx, oldest, to, i64::MAX, woken).await?;
+        tx.batch_execute(&self.sql.rotate_truncate[oldest])
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(Rotation::Rotated)
+    }
+
+    /// Moves up to `most` tasks out of generation `from` (to `to`, or
+    /// parked); answers how many.
+    async fn move_out(
+        &self,
+        client: &dyn Db,
+        from: usize,
+        to: i16,
+        most: i64,
+        woken: &mut BTreeSet<String>,
+    ) -> Result<i64, StoreError> {
+        let rows = client
+            .query(&self.sql.rotate_move[from], &[&to, &most])
+            .await
+            .map_err(db)?;
+        let row = rows
+            .first()
+            .ok_or_else(|| corrupt("the move answered no row"))?;
+        let queues: Vec<String> = row.try_get("queues").map_err(corrupt)?;
+        woken.extend(queues);
+        row.try_get("moved").map_err(corrupt)
+    }
+}
