@@ -63,15 +63,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_are_stable() {
-        assert_eq!(StoreError::NotFound.code(), "not_found");
-        assert_eq!(StoreError::LeaseLost.code(), "lease_lost");
-        assert_eq!(StoreError::LeaseHeld.code(), "lease_held");
-        assert_eq!(StoreError::bad_request("x").code(), "bad_request");
-        assert_eq!(
-            StoreError::PayloadTooLarge { size: 2, max: 1 }.code(),
-            "payload_too_large"
-        );
-        assert_eq!(StoreError::Unavailable("x".into()).code(), "unavailable");
+    fn codes_are_stable() -> Result<(), NameError> {
+        let queue = QueueName::new("q")?;
+        let cases = [
+            (StoreError::NotFound, "not_found"),
+            (StoreError::QueueNotFound(queue), "not_found"),
+            (StoreError::LeaseLost, "lease_lost"),
+            (StoreError::LeaseHeld, "lease_held"),
+            (StoreError::bad_request("x"), "bad_request"),
+            (
+                StoreError::PayloadTooLarge { size: 2, max: 1 },
+                "payload_too_large",
+            ),
+            (StoreError::Unavailable("x".into()), "unavailable"),
+            (StoreError::Internal("x".into()), "internal"),
+        ];
+        for (error, code) in &cases {
+            // No wildcard arm: a new variant does not compile until it is
+            // named here, the reminder to give it a case above.
+            match error {
+                StoreError::NotFound
+                | StoreError::QueueNotFound(_)
+                | StoreError::LeaseLost
+                | StoreError::LeaseHeld
+                | StoreError::BadRequest(_)
+                | StoreError::PayloadTooLarge { .. }
+                | StoreError::Unavailable(_)
+                | StoreError::Internal(_) => {}
+            }
+            assert_eq!(error.code(), *code, "{error:?}");
+        }
+        Ok(())
     }
 }

@@ -8,8 +8,7 @@
 //! times stay inside it.
 
 use crate::time::Timestamp;
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
+use chrono::{DateTime, SecondsFormat, Utc};
 
 /// The latest instant RFC 3339 can express: 9999-12-31T23:59:59.999Z.
 pub const MAX_MILLIS: i64 = 253_402_300_799_999;
@@ -27,9 +26,11 @@ pub enum TimeError {
 
 /// Reads an RFC 3339 timestamp.
 pub fn parse(s: &str) -> Result<Timestamp, TimeError> {
-    let t = OffsetDateTime::parse(s, &Rfc3339).map_err(|_| TimeError::Parse(s.to_string()))?;
-    let ms = t.unix_timestamp_nanos().div_euclid(1_000_000);
-    let ms = i64::try_from(ms).map_err(|_| TimeError::Parse(s.to_string()))?;
+    let t = DateTime::parse_from_rfc3339(s).map_err(|_| TimeError::Parse(s.to_string()))?;
+    // chrono reads a leap second (`:60`) as a fraction of 1000 ms or more
+    // in the second before; capping it keeps the time from moving into the
+    // next second, later than the client asked.
+    let ms = t.timestamp() * 1000 + i64::from(t.timestamp_subsec_millis().min(999));
     if !(MIN_MILLIS..=MAX_MILLIS).contains(&ms) {
         return Err(TimeError::OutOfRange(ms));
     }
@@ -42,18 +43,8 @@ pub fn format(ts: Timestamp) -> Result<String, TimeError> {
     if !(MIN_MILLIS..=MAX_MILLIS).contains(&ms) {
         return Err(TimeError::OutOfRange(ms));
     }
-    let t = OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .map_err(|_| TimeError::OutOfRange(ms))?;
-    Ok(format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    ))
+    let t = DateTime::<Utc>::from_timestamp_millis(ms).ok_or(TimeError::OutOfRange(ms))?;
+    Ok(t.to_rfc3339_opts(SecondsFormat::Millis, true))
 }
 
 #[cfg(test)]
@@ -74,6 +65,22 @@ mod tests {
         assert_eq!(
             format(Timestamp::from_millis(-1)),
             Ok("1969-12-31T23:59:59.999Z".into())
+        );
+        assert_eq!(
+            format(Timestamp::from_millis(MIN_MILLIS)),
+            Ok("0000-01-01T00:00:00.000Z".into())
+        );
+        assert_eq!(
+            format(Timestamp::from_millis(MAX_MILLIS)),
+            Ok("9999-12-31T23:59:59.999Z".into())
+        );
+    }
+
+    #[test]
+    fn a_leap_second_reads_as_the_last_millisecond_before_it() {
+        assert_eq!(
+            parse("2016-12-31T23:59:60.5Z").map(format),
+            Ok(Ok("2016-12-31T23:59:59.999Z".into()))
         );
     }
 
