@@ -9,8 +9,9 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use crate::http::{ClientError, Http};
 use crate::remote::RemoteStore;
 
-/// How long a call may take, beyond a claim's long-poll wait.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a call may take, beyond a claim's long-poll wait (both
+/// transports).
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Settings of a [`RemoteStore`].

@@ -8,7 +8,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueName,
     QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage,
@@ -139,19 +138,9 @@ impl Engine {
     /// Fills in a task's payload from the log. Runs after the answer is
     /// durable (the bytes are written) and off the core thread.
     fn load(&self, view: TaskView) -> Result<Task, StoreError> {
-        let mut task = view.task;
-        if let Some(bytes) = view.in_hand {
-            task.payload.bytes = bytes;
-            return Ok(task);
-        }
-        let bytes = self
-            .payloads
-            .read_prefixed(view.payload.at())
-            .map_err(|e| {
-                StoreError::Internal(format!("reading the payload of task {}: {e}", task.id))
-            })?;
-        task.payload.bytes = Bytes::from(bytes);
-        Ok(task)
+        self.load_all(vec![view])?
+            .pop()
+            .ok_or_else(|| StoreError::Internal("a payload read answered nothing".into()))
     }
 
     /// Fills in the payloads of many tasks, with one read per run of

@@ -23,10 +23,9 @@ use super::conn::encode;
 use super::decode::{self, bad_answer, Fields};
 use super::pool::Pool;
 use super::value::Value;
+use crate::builder::DEFAULT_TIMEOUT;
 use crate::http::Target;
 
-/// How long a call may take, beyond a claim's long-poll wait.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Idle connections kept for reuse by default.
 const DEFAULT_IDLE: usize = 64;
 
