@@ -1,0 +1,82 @@
+//! Spool's store under the load: single-task `enqueue`s, and claims (long
+//! poll) followed by `ack_many`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store};
+use spool_postgres::{PgConfig, PgStore};
+
+use crate::meter::Run;
+use crate::Options;
+
+pub async fn run(o: &Options) -> Run {
+    let schema = crate::fresh_schema("horizon");
+    println!("spool (schema {schema})");
+    let mut config = PgConfig {
+        schema: schema.clone(),
+        pool_size: o.producers + o.consumers + 4,
+        ..PgConfig::default()
+    };
+    if let Some(ms) = o.rotate_ms {
+        config.rotate_interval = Duration::from_millis(ms);
+    }
+    let store = Arc::new(
+        PgStore::connect(&crate::database_url(), config)
+            .await
+            .unwrap(),
+    );
+    let q = QueueName::new("horizon").unwrap();
+    let settings = QueueSettings {
+        lease: Duration::from_secs(600),
+        ..QueueSettings::default()
+    };
+    store.put_queue(&q, settings).await.unwrap();
+
+    let run = Run::new();
+    let mut load = tokio::task::JoinSet::new();
+    for _ in 0..o.producers {
+        let (store, q, run) = (store.clone(), q.clone(), run.clone());
+        load.spawn(async move {
+            while !run.stopped() {
+                let task = NewTask::new(Payload::binary(run.payload()));
+                store.enqueue(&q, vec![task]).await.unwrap();
+                run.enqueued(1);
+            }
+        });
+    }
+    for c in 0..o.consumers {
+        let (store, q, run, batch) = (store.clone(), q.clone(), run.clone(), o.batch);
+        load.spawn(async move {
+            while !run.stopped() {
+                let req = ClaimRequest::new(q.clone(), format!("consumer-{c}"))
+                    .max(batch)
+                    .wait(Duration::from_millis(500));
+                let got = store.claim(req).await.unwrap();
+                if got.is_empty() {
+                    continue;
+                }
+                for t in &got {
+                    run.picked_up(&t.payload.bytes);
+                }
+                let acks = got
+                    .iter()
+                    .map(|t| (t.id, t.lease.as_ref().unwrap().token))
+                    .collect();
+                let results = store.ack_many(acks).await.unwrap();
+                assert!(results.iter().all(|r| r.is_ok()));
+                run.completed(got.len() as u64);
+            }
+        });
+    }
+    let scan = format!("SELECT state, count(*) FROM \"{schema}\".tasks GROUP BY state");
+    crate::phases(o, &schema, &scan, &run).await;
+    load.join_all().await;
+    drop(store);
+    crate::connect()
+        .await
+        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+    run
+}
