@@ -45,6 +45,8 @@ mod ops;
 #[cfg(test)]
 mod plans;
 mod rotate;
+#[cfg(test)]
+mod rotate_readers;
 mod row;
 mod sql;
 mod store;

@@ -34,8 +34,12 @@
 //!   and runs again ([`crate::db`]);
 //! - claims never wait on a rotation for longer than the lock timeout plus
 //!   the last step's moves: a transaction that read the table and stays
-//!   open (a REPEATABLE READ report) keeps the lock from being granted,
-//!   and the rotation gives up, waits [`BACK_OFF`] and tries again;
+//!   open (a REPEATABLE READ report) keeps the lock from being granted, so
+//!   while one that has been open for [`LONG_HOLDER`] holds a lock on the
+//!   generation the rotation does not ask at all (asking would queue every
+//!   claim behind the request for the whole timeout, to no end); when the
+//!   request still times out, the rotation waits [`BACK_OFF`] and tries
+//!   again;
 //! - one process rotates at a time, never while this schema's vacuum runs
 //!   (the same tried session advisory lock as [`crate::vacuum`]).
 //!
@@ -64,6 +68,10 @@ const MOST_MOVED: i64 = 20_000;
 /// How long after a rotation that could not get its lock the next try
 /// comes.
 const BACK_OFF: Duration = Duration::from_secs(1);
+/// A transaction open this long that holds a lock on the generation to
+/// empty is not one of the store's own statements: the rotation does not
+/// queue its lock request behind it.
+const LONG_HOLDER: Duration = Duration::from_millis(100);
 
 /// What a try at rotating did.
 #[derive(Debug, PartialEq, Eq)]
@@ -74,7 +82,8 @@ pub(crate) enum Rotation {
     NotDue,
     /// The oldest generation still holds more than [`MOST_MOVED`] tasks.
     Backlog,
-    /// Its lock could not be had within the lock timeout.
+    /// A long transaction holds a lock on it, or its lock could not be had
+    /// within the lock timeout.
     Busy,
 }
 
@@ -163,6 +172,16 @@ impl Backend {
             }
         }
 
+        let long = i64::try_from(LONG_HOLDER.as_millis()).unwrap_or(i64::MAX);
+        let held: bool = client
+            .query_one(&self.sql.rotate_held[oldest], &[&long])
+            .await
+            .map_err(db)?
+            .try_get("held")
+            .map_err(corrupt)?;
+        if held {
+            return Ok(Rotation::Busy);
+        }
         let tx = client.transaction().await.map_err(db)?;
         match tx.batch_execute(&self.sql.rotate_lock[oldest]).await {
             Ok(()) => {}

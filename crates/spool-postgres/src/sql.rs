@@ -98,6 +98,7 @@ pub(crate) struct Sql {
     /// Per generation of the ring, indexed by it: [`crate::rotate`].
     pub(crate) rotate_count: [String; GENERATIONS],
     pub(crate) rotate_move: [String; GENERATIONS],
+    pub(crate) rotate_held: [String; GENERATIONS],
     pub(crate) rotate_lock: [String; GENERATIONS],
     pub(crate) rotate_truncate: [String; GENERATIONS],
 }
@@ -176,6 +177,7 @@ impl Sql {
             rotate_due: r(include_str!("../sql/rotate_due.sql")),
             rotate_count: per_generation(include_str!("../sql/rotate_count.sql"), schema),
             rotate_move: per_generation(include_str!("../sql/rotate_move.sql"), schema),
+            rotate_held: per_generation(include_str!("../sql/rotate_held.sql"), schema),
             rotate_lock: per_generation(include_str!("../sql/rotate_lock.sql"), schema),
             rotate_truncate: per_generation(include_str!("../sql/rotate_truncate.sql"), schema),
         }
