@@ -33,6 +33,7 @@ mod error;
 mod extract;
 mod limits;
 mod metrics;
+mod monitor;
 mod observe;
 mod openapi;
 mod origin;

@@ -21,14 +21,14 @@ use crate::error::ApiError;
 use crate::limits::{BodyLimit, Gate, HeaderLimits};
 use crate::openapi::document;
 use crate::state::AppState;
-use crate::{admin, api, limits, metrics, observe, unread};
+use crate::{admin, api, limits, metrics, monitor, observe, unread};
 
 /// The whole API as a service, without a socket (tests call it directly).
 pub fn router(state: AppState) -> Router {
     // Install the recorder before the first request records anything.
     metrics::handle();
     let config = state.config().clone();
-    admin::start_monitor(&state);
+    start_monitor(&state);
     let (routes, _) = api::routes().split_for_parts();
     routes
         .merge(admin::routes())
@@ -60,6 +60,18 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
     DOC.get_or_init(|| document(api::routes().split_for_parts().1))
         .clone()
+}
+
+/// Starts sampling the activity counters (see [`monitor`]), once per
+/// state; it stops when the state's last clone is dropped.
+fn start_monitor(state: &AppState) {
+    if state.monitor().claim_sampler() {
+        monitor::spawn(
+            state.store_weak(),
+            state.monitor_weak(),
+            state.config().store_timeout,
+        );
+    }
 }
 
 /// Paths echoed in messages are cut, so a hostile 64 KiB path is not

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use spool_core::{Store, StoreError};
 
-use crate::admin::Monitor;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
+use crate::monitor::Monitor;
 
 /// The router's state: one `Arc`, cloned by every request's extractors.
 #[derive(Clone)]
@@ -28,7 +28,7 @@ struct Shared {
     /// Set when the latest store call failed with `unavailable` or timed out;
     /// cleared by the next call that succeeds.
     store_down: AtomicBool,
-    /// What the admin page's rates are made of.
+    /// What this server enqueued and acked, sampled for the admin page.
     monitor: Arc<Monitor>,
     /// Held by every change of a queue's settings made through this server,
     /// so a settings `PUT` (read, change, write) cannot undo a pause or
@@ -93,7 +93,7 @@ impl AppState {
         Arc::downgrade(&self.0.store)
     }
 
-    /// Counters and samples of the admin page.
+    /// Counters and samples of this server's activity.
     pub(crate) fn monitor(&self) -> &Monitor {
         &self.0.monitor
     }

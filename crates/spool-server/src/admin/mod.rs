@@ -13,9 +13,10 @@
 //! - `session` signs login cookies and CSRF tokens, `gate` tells the auth
 //!   middleware who a request is, `viewer` gives handlers the viewer and
 //!   checks every action's CSRF token, `login` trades the token for a
-//!   cookie;
-//! - `monitor` counts what goes through this server and samples `stats`
-//!   for the overview's rates and charts.
+//!   cookie.
+//!
+//! The overview's rates and charts read the server's `monitor`, which the
+//! API feeds; the page owns none of it.
 //!
 //! Reading works without JavaScript; the only script refreshes the page.
 //! Nothing here keeps state but the samples, and every action is one that
@@ -34,7 +35,6 @@ mod gate;
 mod layout;
 mod links;
 mod login;
-mod monitor;
 mod overview;
 mod payload;
 mod queue;
@@ -46,7 +46,6 @@ pub(crate) mod throttle;
 mod viewer;
 
 pub use gate::{admit, Admission};
-pub use monitor::Monitor;
 pub use overview::page as overview;
 pub use session::Principal;
 pub use viewer::Viewer;
@@ -89,16 +88,4 @@ pub fn routes() -> Router<AppState> {
         .route("/logout", post(login::logout))
         .route("/assets/{file}", get(assets::serve))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
-}
-
-/// Starts sampling for the overview's rates (see [`monitor`]), once per
-/// state; it stops when the state's last clone is dropped.
-pub fn start_monitor(state: &AppState) {
-    if state.monitor().claim_sampler() {
-        monitor::spawn(
-            state.store_weak(),
-            state.monitor_weak(),
-            state.config().store_timeout,
-        );
-    }
 }

@@ -12,9 +12,9 @@ use tokio::time::Instant;
 use super::chart::{self, Line};
 use super::error::PageError;
 use super::layout::{self, Nav, Page};
-use super::monitor::{self, Rates, KEEP, SAMPLE_EVERY};
 use super::viewer::Viewer;
 use super::{links, text};
+use crate::monitor::{self, Rates, KEEP, SAMPLE_EVERY};
 use crate::state::AppState;
 
 /// The shortest span a chart shows.
