@@ -6,7 +6,6 @@
 //! the latest store call is remembered so `/healthz` can report a store that
 //! answers but cannot write.
 
-use crate::admin::throttle::Throttle;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -34,8 +33,6 @@ struct Shared {
     /// so a settings `PUT` (read, change, write) cannot undo a pause or
     /// resume that lands between its read and its write.
     settings: Arc<tokio::sync::Mutex<()>>,
-    /// Wrong tokens tried at the admin login.
-    login_throttle: Arc<Throttle>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -55,7 +52,6 @@ impl AppState {
             store_down: AtomicBool::new(false),
             monitor: Arc::new(Monitor::default()),
             settings: Arc::default(),
-            login_throttle: Arc::default(),
         }))
     }
 
@@ -67,7 +63,6 @@ impl AppState {
             store_down: AtomicBool::new(self.store_seems_down()),
             monitor: self.0.monitor.clone(),
             settings: self.0.settings.clone(),
-            login_throttle: self.0.login_throttle.clone(),
         }))
     }
 
@@ -78,10 +73,6 @@ impl AppState {
     /// Waits for the right to change queue settings (see the field).
     pub async fn settings_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.0.settings.lock().await
-    }
-
-    pub fn login_throttle(&self) -> &Throttle {
-        &self.0.login_throttle
     }
 
     pub fn store(&self) -> &dyn Store {

@@ -22,11 +22,14 @@
 //! Nothing here keeps state but the samples, and every action is one that
 //! the API also offers.
 
+use std::sync::Arc;
+
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use axum::Router;
+use axum::{Extension, Router};
 
 use crate::state::AppState;
+use throttle::Throttle;
 
 mod assets;
 mod chart;
@@ -42,7 +45,7 @@ mod schedules;
 mod session;
 mod task;
 mod text;
-pub(crate) mod throttle;
+mod throttle;
 mod viewer;
 
 pub use gate::{admit, Admission};
@@ -73,7 +76,8 @@ pub const PUBLIC_ROUTES: &[&str] = &["/login", "/assets/{file}"];
 /// Largest form body an action accepts: a CSRF token, or a token to log in.
 pub const FORM_LIMIT: usize = 16 * 1024;
 
-/// The admin routes but `/`.
+/// The admin routes but `/`, with the login's own throttle: one per
+/// router, which is one per server.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/queues/{queue}", get(queue::page))
@@ -88,4 +92,5 @@ pub fn routes() -> Router<AppState> {
         .route("/logout", post(login::logout))
         .route("/assets/{file}", get(assets::serve))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
+        .layer(Extension(Arc::new(Throttle::default())))
 }
