@@ -47,6 +47,7 @@ pub fn router(state: AppState) -> Router {
                 timeout: config.request_timeout,
                 slots: Arc::new(Semaphore::new(config.concurrency_limit)),
                 state: state.clone(),
+                sessions: admin::admit,
             }),
             limits::gate,
         ))

@@ -48,9 +48,8 @@ mod text;
 mod throttle;
 mod viewer;
 
-pub use gate::{admit, Admission};
+pub use gate::admit;
 pub use overview::page as overview;
-pub use session::Principal;
 pub use viewer::Viewer;
 
 /// Every admin route's template, `/` (served through the API's routes)
