@@ -1,6 +1,8 @@
 //! The router: every route of [`crate::api`] and of the admin page behind
-//! the middleware stack,
-//! with JSON answers for unknown routes (404) and wrong methods (405).
+//! the middleware stack, with JSON answers for unknown routes (404) and
+//! wrong methods (405). It is where the parts meet: it plugs the admin
+//! page's session check into auth, starts the activity monitor's sampler,
+//! and hands the OpenAPI document its routes.
 //!
 //! Layers, outermost first: keep-alive after an unread body
 //! ([`crate::unread`]) → observe (logs, metrics) → the gate (header
@@ -15,6 +17,7 @@ use axum::http::{Method, Uri};
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::{Extension, Router};
 use tokio::sync::Semaphore;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::api::ApiDocument;
 use crate::error::ApiError;
@@ -29,7 +32,7 @@ pub fn router(state: AppState) -> Router {
     metrics::handle();
     let config = state.config().clone();
     start_monitor(&state);
-    let (routes, _) = api::routes().split_for_parts();
+    let (routes, _) = documented().split_for_parts();
     routes
         .merge(admin::routes())
         .layer(Extension(ApiDocument(Arc::new(openapi()))))
@@ -59,8 +62,14 @@ pub fn router(state: AppState) -> Router {
 /// The OpenAPI document of [`router`]'s API, built once.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
-    DOC.get_or_init(|| document(api::routes().split_for_parts().1))
+    DOC.get_or_init(|| document(documented().split_for_parts().1))
         .clone()
+}
+
+/// Every route the OpenAPI document describes: the API's, and the admin
+/// page's overview.
+fn documented() -> OpenApiRouter<AppState> {
+    api::routes().merge(admin::documented_routes())
 }
 
 /// Starts sampling the activity counters (see [`monitor`]), once per

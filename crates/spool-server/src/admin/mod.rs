@@ -2,7 +2,7 @@
 //! same [`spool_core::Store`] the API uses, compiled into the binary.
 //!
 //! A map:
-//! - one file per page — `overview` (`/`, routed by the API's `GET /`),
+//! - one file per page — `overview` (`/`, the one in the OpenAPI document),
 //!   `queue` (`/queues/{queue}`), `task` (`/tasks/{id}`), `schedules` —
 //!   each with its actions: plain HTML forms that POST, make one store call,
 //!   and redirect back (so reloading never repeats an action);
@@ -27,6 +27,8 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::state::AppState;
 use throttle::Throttle;
@@ -49,11 +51,8 @@ mod throttle;
 mod viewer;
 
 pub use gate::admit;
-pub use overview::page as overview;
-pub use viewer::Viewer;
 
-/// Every admin route's template, `/` (served through the API's routes)
-/// included; the auth middleware lets a session cookie in on these only.
+/// Every admin route's template, `/` included; the auth middleware lets a session cookie in on these only.
 pub const ROUTES: &[&str] = &[
     "/",
     "/queues/{queue}",
@@ -74,6 +73,12 @@ pub const PUBLIC_ROUTES: &[&str] = &["/login", "/assets/{file}"];
 
 /// Largest form body an action accepts: a CSRF token, or a token to log in.
 pub const FORM_LIMIT: usize = 16 * 1024;
+
+/// The overview, `/`, with its OpenAPI description: the router documents
+/// it with the API's routes.
+pub fn documented_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(overview::page))
+}
 
 /// The admin routes but `/`, with the login's own throttle: one per
 /// router, which is one per server.

@@ -53,5 +53,4 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(system::time))
         .routes(routes!(system::metrics))
         .routes(routes!(system::openapi))
-        .routes(routes!(system::index))
 }
