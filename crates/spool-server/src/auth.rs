@@ -5,9 +5,12 @@
 //! takes the same time wherever the first difference is, so the token cannot
 //! be guessed byte by byte from response times.
 //!
-//! The admin page's routes also take a session cookie, and send a browser
-//! without one to the login form (`crate::admin::admit`). Every request
-//! that gets through carries its `Principal` for the admin page.
+//! Auth decides about the bearer header itself. A request without a valid
+//! one may still get in another way: the router plugs in a
+//! [`SessionCheck`] (the admin page's session cookie), which may admit it,
+//! answer it (a browser goes to the login form) or leave it refused. So
+//! this module knows nothing of the admin page. Every request that gets
+//! through carries its [`Principal`].
 
 use axum::extract::Request;
 use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
@@ -15,16 +18,51 @@ use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::admin::{self, Admission, Principal};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The one path that answers without a token: liveness probes carry none.
 pub const OPEN_PATH: &str = "/healthz";
 
-/// Runs `next` unless the request lacks the configured bearer token (or
-/// an admin session); called by [`crate::limits::gate`].
-pub async fn require_token(state: &AppState, mut req: Request, next: Next) -> Response {
+/// Who a request is. The middleware puts one in the extensions of every
+/// request it lets through (but `/healthz`'s, which needs none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Principal {
+    /// No token is configured: everyone may read and act.
+    Open,
+    /// A valid bearer token.
+    Bearer,
+    /// A valid session cookie; holds the session's id (its signed part).
+    Session(String),
+    /// Nobody yet, let in by the [`SessionCheck`] to what it shows anyone
+    /// (a login form).
+    Anonymous,
+}
+
+/// What a [`SessionCheck`] decides about a request.
+#[derive(Debug)]
+pub enum Admission {
+    /// Let it through as this principal.
+    Admitted(Principal),
+    /// Answer this instead (a redirect to a login form, say).
+    Answer(Response),
+    /// Not for the check to decide: the usual 401.
+    Refused,
+}
+
+/// The second way in, given by the router: asked, under the configured
+/// token, about every request that has no valid bearer header. A plain
+/// function, so it holds no state of its own.
+pub type SessionCheck = fn(token: &str, req: &Request) -> Admission;
+
+/// Runs `next` unless the request lacks the configured bearer token and
+/// `sessions` does not admit it; called by [`crate::limits::gate`].
+pub async fn require_token(
+    state: &AppState,
+    sessions: SessionCheck,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let Some(expected) = state.config().token.as_deref() else {
         req.extensions_mut().insert(Principal::Open);
         return next.run(req).await;
@@ -41,9 +79,12 @@ pub async fn require_token(state: &AppState, mut req: Request, next: Next) -> Re
         req.extensions_mut().insert(Principal::Bearer);
         return next.run(req).await;
     }
-    match admin::admit(expected, &mut req) {
-        Admission::Admitted => return next.run(req).await,
-        Admission::Login(res) => return res,
+    match sessions(expected, &req) {
+        Admission::Admitted(who) => {
+            req.extensions_mut().insert(who);
+            return next.run(req).await;
+        }
+        Admission::Answer(res) => return res,
         Admission::Refused => {}
     }
     let mut res = ApiError::Unauthorized.into_response();

@@ -3,18 +3,31 @@
 //! A map of the data path:
 //! - `serve` accepts connections (HTTP/1.1 and HTTP/2, optionally TLS) and
 //!   applies the transport limits (headers, idle time, graceful shutdown);
-//! - [`router()`] joins the middleware (`auth`, `limits`, `observe`) and
-//!   the handlers in `api`; it needs no socket, so tests can drive it;
+//! - [`router()`] is where the parts meet: it joins the middleware
+//!   (`auth`, `limits`, `observe`) and the handlers of `api` and `admin`,
+//!   plugs the admin page's session check into `auth`, starts the
+//!   `monitor`'s sampler and hands `openapi` the routes it describes; it
+//!   needs no socket, so tests can drive it;
 //! - `extract` turns requests into typed values and `wire` holds the JSON
 //!   shapes, so every handler sees validated input only;
-//! - [`AppState`] is the store plus the settings every handler shares,
-//!   and the one place that bounds how long a store call may take;
+//! - [`AppState`] is the store, the settings every handler shares and the
+//!   `monitor`, and the one place that bounds how long a store call may
+//!   take;
 //! - [`ApiError`] is the one place that turns failures into HTTP
 //!   answers (`{"error": {"code", "message"}}`), hiding internals;
+//! - `auth` decides bearer-token access and gives every request a
+//!   `Principal`; the one other way in (a session check) is handed to it;
+//! - `monitor` counts what this server enqueued and acked and samples
+//!   `stats`: the API and RESP feed it, the admin page reads it;
 //! - `admin` is the admin page: server-rendered HTML pages and their
 //!   actions over the same store, with a login for when a token is set;
 //! - [`resp`] is the second listener: the Redis protocol (RESP2/RESP3)
 //!   over the same state, token and error codes (docs/spec.md §7.2).
+//!
+//! Imports point one way. The foundation (`state`, `auth`, `error`,
+//! `extract`, `config`, `limits`, `observe`, `monitor`, `wire`) imports
+//! neither `api` nor `admin`; those two import the foundation and not each
+//! other, and only the router imports `admin`.
 //!
 //! Invariants: malformed input is refused before any store call that could
 //! change state, and never yields a 5xx; every API answer that is not a success carries the JSON error body (admin pages answer the same statuses as HTML); no
@@ -33,6 +46,7 @@ mod error;
 mod extract;
 mod limits;
 mod metrics;
+mod monitor;
 mod observe;
 mod openapi;
 mod origin;

@@ -79,6 +79,8 @@ pub struct Gate {
     /// of queueing (a queue in front of a full server only adds latency).
     pub slots: Arc<Semaphore>,
     pub state: AppState,
+    /// The way in besides the bearer header ([`auth::SessionCheck`]).
+    pub sessions: auth::SessionCheck,
 }
 
 /// Middleware, in this order: header limits (431), concurrency (429; not
@@ -103,7 +105,7 @@ pub async fn gate(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Re
         {
             return e.into_response();
         }
-        auth::require_token(&gate.state, req, next).await
+        auth::require_token(&gate.state, gate.sessions, req, next).await
     };
     match tokio::time::timeout(gate.timeout, admitted).await {
         Ok(res) => res,

@@ -1,15 +1,15 @@
-//! The OpenAPI document, made from the handlers' annotations as the
-//! router collected them from [`crate::api::routes`] (the router hands
-//! them in), so it describes what the router really serves. Error answers
-//! common to every operation (auth, limits, store down) are added here
-//! rather than repeated on each handler.
+//! The OpenAPI document, made from the handlers' annotations as the router
+//! collected them with its routes (the router hands them in, so this module
+//! knows no handler), so it describes what the router really serves. Added
+//! here: the title, tags and security scheme, and the error answers common
+//! to every operation (auth, limits, store down) rather than repeated on
+//! each handler.
 
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{OpenApi as Doc, Ref, ResponseBuilder};
 use utoipa::OpenApi;
 
-use crate::api::list::OrderName;
 use crate::error::{ErrorBody, ErrorDetail};
 
 #[derive(OpenApi)]
@@ -19,9 +19,7 @@ use crate::error::{ErrorBody, ErrorDetail};
         description = "A durable task queue. Errors are {\"error\": {\"code\", \"message\"}}; \
                        timestamps are RFC 3339 UTC with milliseconds; durations are *_ms integers."
     ),
-    // Schemas that appear only inside query parameters are not collected
-    // from the handlers: list them here so every $ref resolves.
-    components(schemas(ErrorBody, ErrorDetail, OrderName)),
+    components(schemas(ErrorBody, ErrorDetail)),
     security(("bearer" = [])),
     tags(
         (name = "tasks", description = "Enqueue, inspect, change and cancel tasks"),

@@ -1,6 +1,8 @@
 //! The router: every route of [`crate::api`] and of the admin page behind
-//! the middleware stack,
-//! with JSON answers for unknown routes (404) and wrong methods (405).
+//! the middleware stack, with JSON answers for unknown routes (404) and
+//! wrong methods (405). It is where the parts meet: it plugs the admin
+//! page's session check into auth, starts the activity monitor's sampler,
+//! and hands the OpenAPI document its routes.
 //!
 //! Layers, outermost first: keep-alive after an unread body
 //! ([`crate::unread`]) → observe (logs, metrics) → the gate (header
@@ -15,21 +17,22 @@ use axum::http::{Method, Uri};
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::{Extension, Router};
 use tokio::sync::Semaphore;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::api::ApiDocument;
 use crate::error::ApiError;
 use crate::limits::{BodyLimit, Gate, HeaderLimits};
 use crate::openapi::document;
 use crate::state::AppState;
-use crate::{admin, api, limits, metrics, observe, unread};
+use crate::{admin, api, limits, metrics, monitor, observe, unread};
 
 /// The whole API as a service, without a socket (tests call it directly).
 pub fn router(state: AppState) -> Router {
     // Install the recorder before the first request records anything.
     metrics::handle();
     let config = state.config().clone();
-    admin::start_monitor(&state);
-    let (routes, _) = api::routes().split_for_parts();
+    start_monitor(&state);
+    let (routes, _) = documented().split_for_parts();
     routes
         .merge(admin::routes())
         .layer(Extension(ApiDocument(Arc::new(openapi()))))
@@ -47,6 +50,7 @@ pub fn router(state: AppState) -> Router {
                 timeout: config.request_timeout,
                 slots: Arc::new(Semaphore::new(config.concurrency_limit)),
                 state: state.clone(),
+                sessions: admin::admit,
             }),
             limits::gate,
         ))
@@ -58,8 +62,26 @@ pub fn router(state: AppState) -> Router {
 /// The OpenAPI document of [`router`]'s API, built once.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
-    DOC.get_or_init(|| document(api::routes().split_for_parts().1))
+    DOC.get_or_init(|| document(documented().split_for_parts().1))
         .clone()
+}
+
+/// Every route the OpenAPI document describes: the API's, and the admin
+/// page's overview.
+fn documented() -> OpenApiRouter<AppState> {
+    api::routes().merge(admin::documented_routes())
+}
+
+/// Starts sampling the activity counters (see [`monitor`]), once per
+/// state; it stops when the state's last clone is dropped.
+fn start_monitor(state: &AppState) {
+    if state.monitor().claim_sampler() {
+        monitor::spawn(
+            state.store_weak(),
+            state.monitor_weak(),
+            state.config().store_timeout,
+        );
+    }
 }
 
 /// Paths echoed in messages are cut, so a hostile 64 KiB path is not

@@ -6,7 +6,6 @@
 //! the latest store call is remembered so `/healthz` can report a store that
 //! answers but cannot write.
 
-use crate::admin::throttle::Throttle;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -14,9 +13,9 @@ use std::time::Duration;
 
 use spool_core::{Store, StoreError};
 
-use crate::admin::Monitor;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
+use crate::monitor::Monitor;
 
 /// The router's state: one `Arc`, cloned by every request's extractors.
 #[derive(Clone)]
@@ -28,14 +27,12 @@ struct Shared {
     /// Set when the latest store call failed with `unavailable` or timed out;
     /// cleared by the next call that succeeds.
     store_down: AtomicBool,
-    /// What the admin page's rates are made of.
+    /// What this server enqueued and acked, sampled for the admin page.
     monitor: Arc<Monitor>,
     /// Held by every change of a queue's settings made through this server,
     /// so a settings `PUT` (read, change, write) cannot undo a pause or
     /// resume that lands between its read and its write.
     settings: Arc<tokio::sync::Mutex<()>>,
-    /// Wrong tokens tried at the admin login.
-    login_throttle: Arc<Throttle>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -55,7 +52,6 @@ impl AppState {
             store_down: AtomicBool::new(false),
             monitor: Arc::new(Monitor::default()),
             settings: Arc::default(),
-            login_throttle: Arc::default(),
         }))
     }
 
@@ -67,7 +63,6 @@ impl AppState {
             store_down: AtomicBool::new(self.store_seems_down()),
             monitor: self.0.monitor.clone(),
             settings: self.0.settings.clone(),
-            login_throttle: self.0.login_throttle.clone(),
         }))
     }
 
@@ -80,10 +75,6 @@ impl AppState {
         self.0.settings.lock().await
     }
 
-    pub fn login_throttle(&self) -> &Throttle {
-        &self.0.login_throttle
-    }
-
     pub fn store(&self) -> &dyn Store {
         self.0.store.as_ref()
     }
@@ -93,7 +84,7 @@ impl AppState {
         Arc::downgrade(&self.0.store)
     }
 
-    /// Counters and samples of the admin page.
+    /// Counters and samples of this server's activity.
     pub(crate) fn monitor(&self) -> &Monitor {
         &self.0.monitor
     }

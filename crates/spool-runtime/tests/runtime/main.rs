@@ -11,6 +11,7 @@ mod flaky;
 mod otel;
 mod outcomes;
 mod pause;
+mod paused;
 mod remote;
 mod schedules;
 mod shutdown;

@@ -1,5 +1,6 @@
 //! Schedules fired by `Scheduler`: a 1 s schedule for 20 s on the embedded
-//! engine (one task per tick, jitter printed), two schedulers on one server
+//! engine, on tokio's paused clock so it takes well under a second of real
+//! time (one task per tick, jitter printed), two schedulers on one server
 //! (one task per tick, and the survivor takes over), a stuck run that does
 //! not hold the next tick back, and missed ticks that collapse into one.
 
@@ -13,6 +14,7 @@ use spool_core::{
 };
 use spool_runtime::{Client, Context, Job, PeriodicJob, QueueConfig, Scheduler, Worker};
 
+use crate::paused::Paused;
 use crate::support::{eventually, fast_queue, percentile, q, server, tasks};
 
 #[derive(Serialize, Deserialize, Clone)]
@@ -27,12 +29,14 @@ impl Job for Beat {
 /// Per tick: how many runs, and each run's (created_at, started) times.
 type Runs = Arc<Mutex<BTreeMap<i64, Vec<(Timestamp, Timestamp)>>>>;
 
+/// Records each run, its start read on `clock`: the store's clock.
 fn recorder(
     runs: &Runs,
+    clock: Arc<dyn Clock>,
 ) -> impl Fn(Context, Beat) -> futures_ok::Ok + Clone + Send + Sync + 'static {
     let runs = runs.clone();
     move |ctx: Context, _beat: Beat| {
-        let started = SystemClock.now();
+        let started = clock.now();
         if let Some(tick) = ctx.scheduled_tick() {
             runs.lock()
                 .unwrap()
@@ -81,10 +85,11 @@ fn check_ticks(runs: &BTreeMap<i64, Vec<(Timestamp, Timestamp)>>, period: i64, g
     assert_eq!(jumps, gaps, "ticks: {ticks:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_one_second_schedule_fires_once_per_tick_for_twenty_seconds() {
-    let e = crate::support::embedded();
-    let client = Client::new(e.store.clone());
+    let paused = Paused::new();
+    let store: Arc<dyn Store> = paused.clone();
+    let client = Client::new(store.clone());
     client
         .put_schedule(PeriodicJob::every(
             "heartbeat",
@@ -94,11 +99,11 @@ async fn a_one_second_schedule_fires_once_per_tick_for_twenty_seconds() {
         .await
         .unwrap();
     let runs: Runs = Arc::default();
-    let worker = Worker::builder(e.store.clone())
-        .register(recorder(&runs))
+    let worker = Worker::builder(store.clone())
+        .register(recorder(&runs, paused.clock.clone()))
         .start()
         .unwrap();
-    let scheduler = Scheduler::new(e.store.clone()).start().unwrap();
+    let scheduler = Scheduler::new(store).start().unwrap();
     tokio::time::sleep(Duration::from_secs(20)).await;
     scheduler.stop().await;
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -134,7 +139,7 @@ async fn two_schedulers_make_one_task_per_tick_and_either_suffices() {
         .unwrap();
     let runs: Runs = Arc::default();
     let worker = Worker::builder(store.clone())
-        .register(recorder(&runs))
+        .register(recorder(&runs, Arc::new(SystemClock)))
         .start()
         .unwrap();
     let refresh = Duration::from_millis(100);
@@ -237,7 +242,7 @@ async fn missed_ticks_collapse_into_one() {
         .unwrap();
     let runs: Runs = Arc::default();
     let worker = Worker::builder(store.clone())
-        .register(recorder(&runs))
+        .register(recorder(&runs, Arc::new(SystemClock)))
         .start()
         .unwrap();
     let first = Scheduler::new(store.clone()).start().unwrap();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use maud::{html, Markup};
 
-use super::monitor::Point;
+use crate::monitor::Point;
 
 const WIDTH: f64 = 300.0;
 const HEIGHT: f64 = 80.0;

@@ -1,10 +1,11 @@
 //! Who a request for an admin page is, when a token is configured.
 //!
-//! The auth middleware (`crate::auth`) asks [`admit`] about requests to
-//! admin routes that carry no valid bearer header. A valid session cookie
-//! admits them; the login form and the assets are open to everyone (they
-//! show nothing of the store); a browser asking for any other page is sent
-//! to the login form; anything else gets the API's 401.
+//! [`admit`] is the [`crate::auth::SessionCheck`] the router plugs into
+//! the auth middleware, which asks it about requests that carry no valid
+//! bearer header. A valid session cookie admits requests to admin routes;
+//! the login form and the assets are open to everyone (they show nothing
+//! of the store); a browser asking for any other page is sent to the login
+//! form; anything else gets the API's 401.
 //!
 //! Routes are recognised by their template ([`super::ROUTES`]), after
 //! routing: a route missing from that list needs the bearer token like the
@@ -13,21 +14,10 @@
 use axum::extract::{MatchedPath, Request};
 use axum::http::header::ACCEPT;
 use axum::http::{HeaderMap, Method};
-use axum::response::Response;
 
-use super::session::{self, Principal};
+use super::session;
 use super::{layout, links, PUBLIC_ROUTES, ROUTES};
-
-/// What to do with a request that has no valid bearer header.
-#[derive(Debug)]
-pub enum Admission {
-    /// Let it through; its [`Principal`] is in its extensions.
-    Admitted,
-    /// Answer this instead: a browser goes to the login form.
-    Login(Response),
-    /// Not for the admin page to decide: the usual 401.
-    Refused,
-}
+use crate::auth::{Admission, Principal};
 
 fn route(req: &Request) -> Option<&str> {
     req.extensions()
@@ -36,7 +26,7 @@ fn route(req: &Request) -> Option<&str> {
 }
 
 /// Decides about a request under a configured `token`.
-pub fn admit(token: &str, req: &mut Request) -> Admission {
+pub fn admit(token: &str, req: &Request) -> Admission {
     let Some(route) = route(req).filter(|r| ROUTES.contains(r)) else {
         return Admission::Refused;
     };
@@ -45,12 +35,10 @@ pub fn admit(token: &str, req: &mut Request) -> Admission {
         return Admission::Refused;
     };
     if let Some(id) = session::session_of(&key, req.headers()) {
-        req.extensions_mut().insert(Principal::Session(id));
-        return Admission::Admitted;
+        return Admission::Admitted(Principal::Session(id));
     }
     if public {
-        req.extensions_mut().insert(Principal::Anonymous);
-        return Admission::Admitted;
+        return Admission::Admitted(Principal::Anonymous);
     }
     if req.method() == Method::GET && wants_html(req.headers()) {
         let here = req
@@ -58,7 +46,7 @@ pub fn admit(token: &str, req: &mut Request) -> Admission {
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_string();
-        return Admission::Login(layout::redirect(&links::login(links::safe_next(Some(
+        return Admission::Answer(layout::redirect(&links::login(links::safe_next(Some(
             &here,
         )))));
     }

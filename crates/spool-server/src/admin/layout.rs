@@ -16,8 +16,8 @@ use maud::{html, Markup, DOCTYPE};
 
 use super::assets;
 use super::links;
-use super::session::Principal;
 use super::viewer::Viewer;
+use crate::auth::Principal;
 
 /// How often the pages refresh themselves, in seconds (with JavaScript).
 pub const REFRESH_SECS: u32 = 5;

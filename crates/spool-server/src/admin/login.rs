@@ -4,6 +4,8 @@
 //! Without a configured token there is nothing to log in to: both send the
 //! browser to the overview. Wrong tokens are throttled ([`super::throttle`]).
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::header::{RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderValue, StatusCode};
@@ -15,9 +17,10 @@ use serde::Deserialize;
 use super::error::PageError;
 use super::layout::{self, Nav, Page};
 use super::links;
-use super::session::{self, Principal};
+use super::session;
+use super::throttle::Throttle;
 use super::viewer::Checked;
-use crate::auth;
+use crate::auth::{self, Principal};
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::state::AppState;
@@ -53,6 +56,7 @@ pub async fn form(
 /// `next`; a wrong one shows the form again.
 pub async fn submit(
     State(st): State<AppState>,
+    Extension(throttle): Extension<Arc<Throttle>>,
     form: Result<Form<LoginForm>, axum::extract::rejection::FormRejection>,
 ) -> Result<Response, PageError> {
     let Some(expected) = st.config().token.as_deref() else {
@@ -60,14 +64,14 @@ pub async fn submit(
     };
     let Form(form) = form.map_err(|e| PageError::bad_request(e.body_text()))?;
     let next = links::safe_next(form.next.as_deref());
-    if let Err(wait) = st.login_throttle().check() {
+    if let Err(wait) = throttle.check() {
         let mut res = render(StatusCode::TOO_MANY_REQUESTS, next, Some(TOO_MANY));
         let secs = wait.as_secs().max(1).to_string();
         res.headers_mut().insert(RETRY_AFTER, header(&secs)?);
         return Ok(res);
     }
     if !auth::same(form.token.as_bytes(), expected.as_bytes()) {
-        st.login_throttle().failed();
+        throttle.failed();
         return Ok(render(StatusCode::UNAUTHORIZED, next, Some(WRONG)));
     }
     let key = session::key(Some(expected))?;

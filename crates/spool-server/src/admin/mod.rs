@@ -2,7 +2,7 @@
 //! same [`spool_core::Store`] the API uses, compiled into the binary.
 //!
 //! A map:
-//! - one file per page — `overview` (`/`, routed by the API's `GET /`),
+//! - one file per page — `overview` (`/`, the one in the OpenAPI document),
 //!   `queue` (`/queues/{queue}`), `task` (`/tasks/{id}`), `schedules` —
 //!   each with its actions: plain HTML forms that POST, make one store call,
 //!   and redirect back (so reloading never repeats an action);
@@ -13,19 +13,25 @@
 //! - `session` signs login cookies and CSRF tokens, `gate` tells the auth
 //!   middleware who a request is, `viewer` gives handlers the viewer and
 //!   checks every action's CSRF token, `login` trades the token for a
-//!   cookie;
-//! - `monitor` counts what goes through this server and samples `stats`
-//!   for the overview's rates and charts.
+//!   cookie.
+//!
+//! The overview's rates and charts read the server's `monitor`, which the
+//! API feeds; the page owns none of it.
 //!
 //! Reading works without JavaScript; the only script refreshes the page.
 //! Nothing here keeps state but the samples, and every action is one that
 //! the API also offers.
 
+use std::sync::Arc;
+
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use axum::Router;
+use axum::{Extension, Router};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::state::AppState;
+use throttle::Throttle;
 
 mod assets;
 mod chart;
@@ -34,7 +40,6 @@ mod gate;
 mod layout;
 mod links;
 mod login;
-mod monitor;
 mod overview;
 mod payload;
 mod queue;
@@ -42,17 +47,12 @@ mod schedules;
 mod session;
 mod task;
 mod text;
-pub(crate) mod throttle;
+mod throttle;
 mod viewer;
 
-pub use gate::{admit, Admission};
-pub use monitor::Monitor;
-pub use overview::page as overview;
-pub use session::Principal;
-pub use viewer::Viewer;
+pub use gate::admit;
 
-/// Every admin route's template, `/` (served through the API's routes)
-/// included; the auth middleware lets a session cookie in on these only.
+/// Every admin route's template, `/` included; the auth middleware lets a session cookie in on these only.
 pub const ROUTES: &[&str] = &[
     "/",
     "/queues/{queue}",
@@ -74,7 +74,14 @@ pub const PUBLIC_ROUTES: &[&str] = &["/login", "/assets/{file}"];
 /// Largest form body an action accepts: a CSRF token, or a token to log in.
 pub const FORM_LIMIT: usize = 16 * 1024;
 
-/// The admin routes but `/`.
+/// The overview, `/`, with its OpenAPI description: the router documents
+/// it with the API's routes.
+pub fn documented_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(overview::page))
+}
+
+/// The admin routes but `/`, with the login's own throttle: one per
+/// router, which is one per server.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/queues/{queue}", get(queue::page))
@@ -89,16 +96,5 @@ pub fn routes() -> Router<AppState> {
         .route("/logout", post(login::logout))
         .route("/assets/{file}", get(assets::serve))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
-}
-
-/// Starts sampling for the overview's rates (see [`monitor`]), once per
-/// state; it stops when the state's last clone is dropped.
-pub fn start_monitor(state: &AppState) {
-    if state.monitor().claim_sampler() {
-        monitor::spawn(
-            state.store_weak(),
-            state.monitor_weak(),
-            state.config().store_timeout,
-        );
-    }
+        .layer(Extension(Arc::new(Throttle::default())))
 }

@@ -1,8 +1,12 @@
 //! `GET /`: every queue with its counts per state and per kind, the oldest
 //! ready age, and this server's recent enqueue and completion rates.
+//!
+//! The one admin route in the OpenAPI document: it is where a browser
+//! pointed at the server lands.
 
 use std::time::Duration;
 
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{html, Markup};
@@ -12,17 +16,24 @@ use tokio::time::Instant;
 use super::chart::{self, Line};
 use super::error::PageError;
 use super::layout::{self, Nav, Page};
-use super::monitor::{self, Rates, KEEP, SAMPLE_EVERY};
 use super::viewer::Viewer;
 use super::{links, text};
+use crate::monitor::{self, Rates, KEEP, SAMPLE_EVERY};
 use crate::state::AppState;
 
 /// The shortest span a chart shows.
 const MIN_WINDOW: Duration = Duration::from_secs(30);
 
-/// The overview. Reached through `GET /` of the API's routes, which is
-/// documented in the OpenAPI document.
-pub async fn page(st: AppState, viewer: Viewer) -> Result<Response, PageError> {
+/// The admin page's overview (HTML).
+#[utoipa::path(
+    get,
+    path = "/",
+    // The name it had as an API handler, which clients may key on.
+    operation_id = "index",
+    tag = "system",
+    responses((status = 200, description = "HTML", content_type = "text/html", body = String))
+)]
+pub async fn page(State(st): State<AppState>, viewer: Viewer) -> Result<Response, PageError> {
     let stats = st.call(st.store().stats()).await?;
     let now = Instant::now();
     let rates = st.monitor().rates(now);

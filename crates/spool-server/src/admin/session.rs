@@ -24,6 +24,7 @@ use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use spool_core::{Clock, StoreError, SystemClock};
 
+use crate::auth::Principal;
 use crate::error::ApiError;
 
 /// The cookie's name.
@@ -33,29 +34,13 @@ pub const SESSION_TTL: Duration = Duration::from_secs(12 * 60 * 60);
 /// How far in the future an issue time may be (clocks of several nodes).
 const CLOCK_SKEW_MS: i64 = 60_000;
 
-/// Who a request is, as far as the admin page is concerned. The auth
-/// middleware puts one in every request's extensions.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Principal {
-    /// No token is configured: everyone may read and act.
-    Open,
-    /// A valid bearer token.
-    Bearer,
-    /// A valid session cookie; holds the session's id (its signed part).
-    Session(String),
-    /// Nobody yet: may see the login form and the assets only.
-    Anonymous,
-}
-
-impl Principal {
-    /// What CSRF tokens are bound to; `None` for who may not act.
-    fn subject(&self) -> Option<&str> {
-        match self {
-            Principal::Open => Some("open"),
-            Principal::Bearer => Some("bearer"),
-            Principal::Session(id) => Some(id),
-            Principal::Anonymous => None,
-        }
+/// What CSRF tokens are bound to; `None` for who may not act.
+fn csrf_subject(who: &Principal) -> Option<&str> {
+    match who {
+        Principal::Open => Some("open"),
+        Principal::Bearer => Some("bearer"),
+        Principal::Session(id) => Some(id),
+        Principal::Anonymous => None,
     }
 }
 
@@ -144,14 +129,14 @@ pub fn clear_cookie(secure: bool) -> String {
 
 /// The CSRF token of `who`'s forms; `None` for who may not act.
 pub fn csrf_token(key: &hmac::Key, who: &Principal) -> Option<String> {
-    let subject = who.subject()?;
+    let subject = csrf_subject(who)?;
     let tag = hmac::sign(key, format!("csrf\0{subject}").as_bytes());
     Some(URL_SAFE_NO_PAD.encode(tag))
 }
 
 /// Whether `given` is `who`'s CSRF token (compared in constant time).
 pub fn csrf_ok(key: &hmac::Key, who: &Principal, given: &str) -> bool {
-    let Some(subject) = who.subject() else {
+    let Some(subject) = csrf_subject(who) else {
         return false;
     };
     let Ok(tag) = URL_SAFE_NO_PAD.decode(given) else {

@@ -13,8 +13,9 @@ use axum::Form;
 use serde::Deserialize;
 
 use super::error::PageError;
-use super::session::{self, Principal};
+use super::session;
 use super::FORM_LIMIT;
+use crate::auth::Principal;
 use crate::error::ApiError;
 use crate::state::AppState;
 

@@ -1,5 +1,5 @@
-//! Endpoints about the server itself: liveness, the store's clock, metrics,
-//! the OpenAPI document and the admin page's overview.
+//! Endpoints about the server itself: liveness, the store's clock, metrics
+//! and the OpenAPI document.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,18 +114,4 @@ pub async fn openapi(Extension(doc): Extension<ApiDocument>) -> Result<Response,
         .to_json()
         .map_err(|e| ApiError::Store(StoreError::Internal(e.to_string())))?;
     Ok(([(CONTENT_TYPE, "application/json")], text).into_response())
-}
-
-/// The admin page's overview (HTML; see `crate::admin`).
-#[utoipa::path(
-    get,
-    path = "/",
-    tag = "system",
-    responses((status = 200, description = "HTML", content_type = "text/html", body = String))
-)]
-pub async fn index(State(st): State<AppState>, viewer: crate::admin::Viewer) -> Response {
-    match crate::admin::overview(st, viewer).await {
-        Ok(page) => page,
-        Err(e) => e.into_response(),
-    }
 }

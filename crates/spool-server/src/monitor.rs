@@ -1,5 +1,7 @@
-//! Recent activity for the overview: how fast tasks arrive and complete,
-//! and how the backlog moves.
+//! Recent activity of this server: how fast tasks arrive and complete, and
+//! how the backlog moves. The API and the RESP listener count into it; the
+//! admin page's overview reads it. It lives beside the state, not in the
+//! admin page, so counting needs nothing of the page.
 //!
 //! The store keeps no history (completed tasks are deleted) and its `stats`
 //! are counts of what is there now, which cannot tell arrivals from
@@ -181,8 +183,8 @@ pub fn spawn(store: Weak<dyn Store>, monitor: Weak<Monitor>, timeout: Duration) 
             match stats {
                 Ok(Ok(stats)) => monitor.record(Instant::now(), &stats),
                 // A gap in the chart says enough; the API reports the outage.
-                Ok(Err(e)) => tracing::debug!(error = %e, "admin sampler: no stats"),
-                Err(_) => tracing::debug!("admin sampler: stats timed out"),
+                Ok(Err(e)) => tracing::debug!(error = %e, "monitor sampler: no stats"),
+                Err(_) => tracing::debug!("monitor sampler: stats timed out"),
             }
         }
     });
