@@ -3,24 +3,62 @@
 //! §11's baseline), at each number of consumers.
 //!
 //! ```text
-//! cargo run --release -p spool-postgres --example drain -- [TASKS] [CONSUMERS,..] [BATCH]
+//! cargo run --release -p spool-postgres --example drain -- [TASKS] [CONSUMERS,..] [BATCH] [HOLDER] [LIMIT_S]
 //! ```
 //! Defaults: 200,000 tasks, consumers 1,4,16, batches of 1,000; 100-byte
 //! payloads. Each row fills the queue (4 producers, batches of 1,000), then
 //! the consumers loop claim BATCH + ack the batch until it is empty. Each
-//! figure comes with the WAL the drain wrote per task. Uses
+//! figure comes with the WAL the drain wrote per task. HOLDER (`none`,
+//! `writer` or `readers`, as in the `horizon` example) holds the xmin
+//! horizon from before each fill to the end of its drain; a drain still
+//! running after LIMIT_S seconds stops there and reports what it did. Uses
 //! `DATABASE_URL` (default: the local development server) and schemas of
 //! its own, dropped at the end.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod baseline;
+#[path = "../horizon/holder.rs"]
+mod holder;
 mod spool;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use clap::ValueEnum;
+
+use crate::holder::Holder;
+
+/// How a drain is run: how many, how, and under what.
+#[derive(Debug, Clone, Copy)]
+pub struct Drain {
+    pub tasks: usize,
+    pub consumers: usize,
+    pub batch: usize,
+    pub holder: Holder,
+    /// A drain still running after this stops.
+    pub limit: Duration,
+}
+
+impl Drain {
+    /// Whether consumers that started at `started` should stop now.
+    pub fn past_limit(&self, started: Instant) -> bool {
+        started.elapsed() > self.limit
+    }
+}
+
+/// The REPEATABLE READ readers' transactions, seconds.
+const READER_TXN: u64 = 10;
+
+/// Holds the horizon for a drain as `drain.holder` says; `scan` reads the
+/// system's tables.
+pub async fn hold(drain: &Drain, scan: String) -> holder::Held {
+    holder::start(drain.holder, scan, READER_TXN).await
+}
 
 /// What one drain measured.
 #[derive(Debug)]
 pub struct Drained {
+    /// Tasks drained: all of them, unless the limit stopped the drain.
+    pub done: usize,
     pub fill: Duration,
     pub drain: Duration,
     /// WAL the whole cluster wrote during the drain (on a quiet machine,
@@ -93,20 +131,39 @@ async fn main() {
             .collect()
     });
     let batch: usize = args.next().map_or(1000, |a| a.parse().expect("BATCH"));
-    println!("{tasks} tasks, batches of {batch}; tasks/s");
+    let holder = args.next().map_or(Holder::None, |a| {
+        Holder::from_str(&a, true).expect("HOLDER")
+    });
+    let limit = Duration::from_secs(
+        args.next()
+            .map_or(u64::MAX / 4, |a| a.parse().expect("LIMIT_S")),
+    );
+    println!("{tasks} tasks, batches of {batch}, horizon held by {holder:?}; tasks/s");
     println!("| consumers | Spool, SkipLocked | Spool, GlobalLock | hand-written SQL |");
     println!("| ---: | ---: | ---: | ---: |");
     for &n in &consumers {
+        let drain = Drain {
+            tasks,
+            consumers: n,
+            batch,
+            holder,
+            limit,
+        };
         let rate = |d: Drained| {
+            let unfinished = if d.done < tasks {
+                format!(", stopped at {} of {tasks}", d.done)
+            } else {
+                String::new()
+            };
             format!(
-                "{:.0} ({:.0} B WAL/task)",
-                tasks as f64 / d.drain.as_secs_f64(),
-                d.wal.bytes / tasks as f64,
+                "{:.0} ({:.0} B WAL/task{unfinished})",
+                d.done as f64 / d.drain.as_secs_f64(),
+                d.wal.bytes / d.done.max(1) as f64,
             )
         };
-        let skip = spool::drain(tasks, n, batch, spool_postgres::ClaimStrategy::SkipLocked).await;
-        let global = spool::drain(tasks, n, batch, spool_postgres::ClaimStrategy::GlobalLock).await;
-        let raw = baseline::drain(tasks, n, batch).await;
+        let skip = spool::drain(&drain, spool_postgres::ClaimStrategy::SkipLocked).await;
+        let global = spool::drain(&drain, spool_postgres::ClaimStrategy::GlobalLock).await;
+        let raw = baseline::drain(&drain).await;
         eprintln!(
             "fills: {:.2?} {:.2?} {:.2?}",
             skip.fill, global.fill, raw.fill

@@ -21,6 +21,7 @@ const READERS: usize = 4;
 const SCAN_EVERY: Duration = Duration::from_millis(200);
 
 /// A hold in progress.
+#[derive(Debug)]
 pub struct Held {
     stop: Arc<AtomicBool>,
     writer: Option<tokio_postgres::Client>,
