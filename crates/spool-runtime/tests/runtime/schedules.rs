@@ -13,7 +13,7 @@ use spool_core::{
 };
 use spool_runtime::{Client, Context, Job, PeriodicJob, QueueConfig, Scheduler, Worker};
 
-use crate::support::{eventually, fast_queue, percentile, q, server, tasks};
+use crate::support::{eventually, fast_queue, percentile, q, remote, tasks, Server};
 
 #[derive(Serialize, Deserialize, Clone)]
 struct Beat {
@@ -83,7 +83,7 @@ fn check_ticks(runs: &BTreeMap<i64, Vec<(Timestamp, Timestamp)>>, period: i64, g
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_second_schedule_fires_once_per_tick_for_twenty_seconds() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let client = Client::new(e.store.clone());
     client
         .put_schedule(PeriodicJob::every(
@@ -122,8 +122,8 @@ async fn a_one_second_schedule_fires_once_per_tick_for_twenty_seconds() {
 
 #[tokio::test]
 async fn two_schedulers_make_one_task_per_tick_and_either_suffices() {
-    let server = server().await;
-    let store = server.remote();
+    let server = Server::builder().start().await;
+    let store = remote(&server);
     Client::new(store.clone())
         .put_schedule(PeriodicJob::every(
             "pulse",
@@ -138,11 +138,11 @@ async fn two_schedulers_make_one_task_per_tick_and_either_suffices() {
         .start()
         .unwrap();
     let refresh = Duration::from_millis(100);
-    let a = Scheduler::new(server.remote())
+    let a = Scheduler::new(remote(&server))
         .refresh_every(refresh)
         .start()
         .unwrap();
-    let b = Scheduler::new(server.remote())
+    let b = Scheduler::new(remote(&server))
         .refresh_every(refresh)
         .start()
         .unwrap();
@@ -167,7 +167,7 @@ impl Job for Hang {
 
 #[tokio::test]
 async fn a_stuck_run_is_cut_off_and_the_next_tick_fires() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     // One attempt: a cut-off tick is dead, so each tick is one task.
     fast_queue(e.store.as_ref(), "hang", 1).await;
     Client::new(e.store.clone())
@@ -225,7 +225,7 @@ async fn a_stuck_run_is_cut_off_and_the_next_tick_fires() {
 
 #[tokio::test]
 async fn missed_ticks_collapse_into_one() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let store: Arc<dyn Store> = e.store.clone();
     Client::new(store.clone())
         .put_schedule(PeriodicJob::every(
@@ -287,7 +287,7 @@ async fn first_tick_late(store: &dyn Store, queue: &str, tick: Timestamp) -> i64
 
 #[tokio::test]
 async fn a_new_schedules_first_tick_is_as_prompt_as_the_others() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let store = e.store.as_ref();
     let scheduler = Scheduler::new(e.store.clone()).start().unwrap();
     let mut late = Vec::new();
@@ -317,7 +317,7 @@ async fn a_new_schedules_first_tick_is_as_prompt_as_the_others() {
 
 #[tokio::test]
 async fn a_changed_schedule_is_noticed_without_waiting_for_a_refresh() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let store = e.store.as_ref();
     let scheduler = Scheduler::new(e.store.clone())
         .refresh_every(Duration::from_secs(3600))
