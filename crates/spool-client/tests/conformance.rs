@@ -7,27 +7,16 @@ use std::sync::Arc;
 
 use spool_client::RemoteStore;
 use spool_core::ManualClock;
-use spool_engine::{Engine, EngineConfig};
-use spool_server::{AppState, ServerConfig};
+use spool_testkit::server::{Embedded, Server};
 use spool_testkit::{Fixture, TimeControl};
 
 async fn fresh() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::starting_now());
-    let mut cfg = EngineConfig::new(dir.path());
-    cfg.clock = clock.clone();
-    let engine = Engine::open(cfg).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    // The server runs until the case's runtime is dropped.
-    tokio::spawn(spool_server::run(
-        listener,
-        AppState::new(Arc::new(engine)),
-        ServerConfig::default(),
-        std::future::pending(),
-    ));
-    let remote = RemoteStore::new(format!("http://{addr}"), None).unwrap();
-    Fixture::new(Arc::new(remote), TimeControl::Manual(clock)).keep(dir)
+    let engine = Embedded::with_clock(clock.clone());
+    let server = Server::builder().embedded(engine).start().await;
+    let remote = RemoteStore::new(&server.base, None).unwrap();
+    // The server stops when the case is over, after the store talking to it.
+    Fixture::new(Arc::new(remote), TimeControl::Manual(clock)).keep(server)
 }
 
 // Over HTTP the contention case runs smaller: each claim is a round trip.

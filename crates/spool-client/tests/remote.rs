@@ -3,9 +3,7 @@
 //! payloads and keys that need encoding.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use spool_client::RemoteStore;
@@ -13,26 +11,11 @@ use spool_core::{
     ClaimRequest, NewTask, Payload, PayloadFormat, QueueName, Store, StoreError, TaskKey,
     TaskPatch, TaskRef,
 };
-use spool_engine::{Engine, EngineConfig};
-use spool_server::{AppState, ServerConfig, TlsConfig};
-
-struct Server {
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
+use spool_server::{ServerConfig, TlsConfig};
+use spool_testkit::server::Server;
 
 async fn server(config: ServerConfig) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(EngineConfig::new(dir.path())).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(spool_server::run(
-        listener,
-        AppState::new(Arc::new(engine)),
-        config,
-        std::future::pending(),
-    ));
-    Server { addr, _dir: dir }
+    Server::builder().config(config).start().await
 }
 
 fn q(name: &str) -> QueueName {

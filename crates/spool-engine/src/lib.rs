@@ -2,18 +2,18 @@
 //!
 //! The shape (see ARCHITECTURE.md and the design notes in docs/):
 //! - [`Engine`] is a handle; every request becomes a job for the **core
-//!   thread** ([`core`]), which alone owns the in-memory state ([`state`]):
-//!   a 40-byte record per task in pages addressed by id, per-queue ready
-//!   indexes in claim order, timer sets for run_at and lease expiry,
+//!   thread** (module `core`), which alone owns the in-memory state (module
+//!   `state`): a 40-byte record per task in pages addressed by id, per-queue
+//!   ready indexes in claim order, timer sets for run_at and lease expiry,
 //!   idempotency keys. Payloads are not in memory: they stay in the log
 //!   segment that wrote them, and the handle reads them back by position.
-//! - The core turns each change into an absolute [`ops::Op`], encodes it into
+//! - The core turns each change into an absolute `ops::Op`, encodes it into
 //!   the open group-commit batch and applies it to memory. The WAL thread
 //!   (crate `spool-wal`) writes and `fdatasync`s one batch at a time; replies
 //!   wait until what they saw is durable.
-//! - Checkpoints (`core::checkpoint`) copy state, in the format of
-//!   [`snapshot`], while writes continue; [`recovery`] loads the newest one
-//!   and replays the log after it.
+//! - Checkpoints (`core::checkpoint`) copy state, in the format of module
+//!   `snapshot`, while writes continue; module `recovery` loads the newest
+//!   one and replays the log after it.
 //!
 //! What it is not: a cache. Every acknowledged change is on disk.
 

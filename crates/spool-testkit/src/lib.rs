@@ -24,6 +24,9 @@
 //! Cases keep every duration short and compare times with tolerance, so
 //! wall-clock stores (PostgreSQL, remote) pass them as well as a store on a
 //! [`ManualClock`](spool_core::ManualClock).
+//!
+//! With the `server` feature, module `server` also offers a real server in
+//! the test's process over the real engine, for the tests that talk to one.
 
 // A test crate: a panic is how a case reports a failure, so unwrap and expect
 // are the point here rather than a hazard.
@@ -34,6 +37,8 @@ pub mod cases;
 mod check;
 pub mod fixture;
 mod runner;
+#[cfg(feature = "server")]
+pub mod server;
 mod suite;
 
 pub use fixture::{Fixture, TimeControl};

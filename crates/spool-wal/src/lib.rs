@@ -13,7 +13,8 @@
 //! - checkpoint files ([`SnapshotWriter`], [`SnapshotReader`]) and the
 //!   deletion of segments they make unnecessary;
 //! - [`check`], an offline verifier for `spool check`;
-//! - the [`Fs`] seam with [`StdFs`] and the crash-simulating [`FaultyFs`].
+//! - the [`Fs`] seam with [`StdFs`] and, for tests (feature `test-support`),
+//!   the crash-simulating `FaultyFs`.
 //!
 //! Where to start reading: `scan.rs` (torn versus corrupt), then
 //! `writer/thread.rs` (what one batch costs), then `wal.rs` (the lifecycle).
@@ -43,7 +44,9 @@ pub use catalog::Corruption;
 pub use check::{check, CheckReport, FileCheck, FileStatus};
 pub use config::{RecoveryMode, WalConfig, DEFAULT_SEGMENT_SIZE};
 pub use error::WalError;
-pub use fs::{CrashMode, FaultyFs, Fs, FsFile, FsLock, StdFs};
+#[cfg(feature = "test-support")]
+pub use fs::{CrashMode, FaultyFs};
+pub use fs::{Fs, FsFile, FsLock, StdFs};
 pub use position::LogPos;
 pub use reader::SegmentReader;
 pub use record::{RecordRef, MAX_RECORD_LEN, RECORD_BATCH};

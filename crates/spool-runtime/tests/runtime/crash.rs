@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use spool_runtime::{Client, Context, Job, QueueConfig, Worker};
 
-use crate::support::{eventually, remaining};
+use crate::support::{eventually, remaining, remote};
 
 #[derive(Serialize, Deserialize)]
 struct Work {
@@ -25,7 +25,7 @@ const LEASE: Duration = Duration::from_millis(600);
 
 #[tokio::test]
 async fn a_killed_workers_tasks_rerun_after_the_lease() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let client = Client::new(e.store.clone());
     client
         .enqueue_many((0..3).map(|n| Work { n }))
@@ -130,15 +130,15 @@ async fn child_worker_process() {
 async fn a_worker_process_killed_with_sigkill_is_replaced_after_the_lease() {
     use tokio::io::{AsyncBufReadExt, BufReader};
 
-    let server = crate::support::server().await;
-    let store = server.remote();
+    let server = crate::support::Server::builder().start().await;
+    let store = remote(&server);
     Client::new(store.clone())
         .enqueue_many((0..3).map(|n| Work { n }))
         .await
         .unwrap();
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "crash::child_worker_process", "--nocapture"])
-        .env(CHILD_URL, &server.url)
+        .env(CHILD_URL, &server.base)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()

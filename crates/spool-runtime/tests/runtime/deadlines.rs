@@ -48,7 +48,7 @@ impl Handler<Stuck> for Ignorer {
 
 #[tokio::test]
 async fn a_run_past_its_timeout_is_cut_off_and_failed() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     fast_queue(e.store.as_ref(), "stuck", 1).await;
     let handler = Ignorer::default();
     let worker = Worker::builder(e.store.clone())
@@ -91,7 +91,7 @@ impl Job for Long {
 
 #[tokio::test]
 async fn the_lease_is_the_deadline_and_heartbeats_extend_it() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     fast_queue(e.store.as_ref(), "long", 1).await;
     let lease = Duration::from_millis(300);
     let worker = Worker::builder(e.store.clone())

@@ -33,7 +33,7 @@ const TASKS: u32 = 400;
 
 #[tokio::test]
 async fn every_task_finishes_once_and_never_runs_twice_at_once() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     // 100 attempts: 0.3^100, nothing dies.
     fast_queue(e.store.as_ref(), "flaky", 100).await;
     let log = Arc::new(Mutex::new(Log::default()));

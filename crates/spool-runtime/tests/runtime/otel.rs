@@ -39,7 +39,7 @@ async fn runs_are_exported_as_consumer_spans() {
     let layer = spool_runtime::otel::layer().with_tracer(provider.tracer("spool-test"));
     let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
 
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     fast_queue(e.store.as_ref(), "traced", 1).await;
     let worker = Worker::builder(e.store.clone())
         .register(|_ctx: Context, job: Traced| async move {

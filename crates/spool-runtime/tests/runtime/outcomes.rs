@@ -79,7 +79,7 @@ impl Handler<Step> for Stepper {
 
 #[tokio::test]
 async fn each_outcome_does_what_it_says() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     fast_queue(e.store.as_ref(), QUEUE, 20).await;
     let client = Client::new(e.store.clone());
     let stepper = Stepper::default();
@@ -136,7 +136,7 @@ impl Job for Typed {
 
 #[tokio::test]
 async fn functions_handle_typed_payloads_and_bad_payloads_die() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let client = Client::new(e.store.clone());
     let sum = Arc::new(Mutex::new(0u64));
     let total = sum.clone();
@@ -195,7 +195,7 @@ async fn functions_handle_typed_payloads_and_bad_payloads_die() {
 
 #[tokio::test]
 async fn a_kind_without_a_handler_fails_and_is_retried() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     fast_queue(e.store.as_ref(), "typed", 2).await;
     let worker = Worker::builder(e.store.clone())
         .register(|_ctx: Context, _job: Typed| async { Ok(()) })

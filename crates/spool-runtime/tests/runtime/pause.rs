@@ -43,7 +43,7 @@ mod futures_ready {
 
 #[tokio::test]
 async fn pause_stops_and_resume_restarts_processing() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let client = Client::new(e.store.clone());
     let ran = Arc::new(AtomicU32::new(0));
     let worker = Worker::builder(e.store.clone())
@@ -78,7 +78,7 @@ async fn pause_stops_and_resume_restarts_processing() {
 
 #[tokio::test]
 async fn a_rate_limit_spaces_runs() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let ran = Arc::new(AtomicU32::new(0));
     Client::new(e.store.clone())
         .enqueue_many((0..20).map(|_| Tick))

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use spool_runtime::{Client, Context, Job, QueueConfig, TaskError, Worker};
 
-use crate::support::{eventually, fast_queue, remaining, server};
+use crate::support::{eventually, fast_queue, remaining, remote, Server};
 
 #[derive(Serialize, Deserialize)]
 struct Hop {
@@ -21,8 +21,8 @@ impl Job for Hop {
 
 #[tokio::test]
 async fn the_runtime_works_over_http() {
-    let server = server().await;
-    let store = server.remote();
+    let server = Server::builder().start().await;
+    let store = remote(&server);
     fast_queue(store.as_ref(), "hop", 5).await;
     let ran = Arc::new(AtomicU32::new(0));
     let count = ran.clone();
@@ -79,8 +79,8 @@ impl Job for Ping {
 /// payload, not as a missing field (regression).
 #[tokio::test]
 async fn null_payloads_survive_the_round_trip() {
-    let server = server().await;
-    let store = server.remote();
+    let server = Server::builder().start().await;
+    let store = remote(&server);
     let ran = Arc::new(AtomicU32::new(0));
     let count = ran.clone();
     let worker = Worker::builder(store.clone())

@@ -15,7 +15,7 @@ use spool_core::{
 use spool_runtime::{Client, Context, Job, PeriodicJob, QueueConfig, Scheduler, Worker};
 
 use crate::paused::Paused;
-use crate::support::{eventually, fast_queue, percentile, q, server, tasks};
+use crate::support::{eventually, fast_queue, percentile, q, remote, tasks, Server};
 
 #[derive(Serialize, Deserialize, Clone)]
 struct Beat {
@@ -127,8 +127,8 @@ async fn a_one_second_schedule_fires_once_per_tick_for_twenty_seconds() {
 
 #[tokio::test]
 async fn two_schedulers_make_one_task_per_tick_and_either_suffices() {
-    let server = server().await;
-    let store = server.remote();
+    let server = Server::builder().start().await;
+    let store = remote(&server);
     Client::new(store.clone())
         .put_schedule(PeriodicJob::every(
             "pulse",
@@ -143,11 +143,11 @@ async fn two_schedulers_make_one_task_per_tick_and_either_suffices() {
         .start()
         .unwrap();
     let refresh = Duration::from_millis(100);
-    let a = Scheduler::new(server.remote())
+    let a = Scheduler::new(remote(&server))
         .refresh_every(refresh)
         .start()
         .unwrap();
-    let b = Scheduler::new(server.remote())
+    let b = Scheduler::new(remote(&server))
         .refresh_every(refresh)
         .start()
         .unwrap();
@@ -172,7 +172,7 @@ impl Job for Hang {
 
 #[tokio::test]
 async fn a_stuck_run_is_cut_off_and_the_next_tick_fires() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     // One attempt: a cut-off tick is dead, so each tick is one task.
     fast_queue(e.store.as_ref(), "hang", 1).await;
     Client::new(e.store.clone())
@@ -230,7 +230,7 @@ async fn a_stuck_run_is_cut_off_and_the_next_tick_fires() {
 
 #[tokio::test]
 async fn missed_ticks_collapse_into_one() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let store: Arc<dyn Store> = e.store.clone();
     Client::new(store.clone())
         .put_schedule(PeriodicJob::every(
@@ -292,7 +292,7 @@ async fn first_tick_late(store: &dyn Store, queue: &str, tick: Timestamp) -> i64
 
 #[tokio::test]
 async fn a_new_schedules_first_tick_is_as_prompt_as_the_others() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let store = e.store.as_ref();
     let scheduler = Scheduler::new(e.store.clone()).start().unwrap();
     let mut late = Vec::new();
@@ -322,7 +322,7 @@ async fn a_new_schedules_first_tick_is_as_prompt_as_the_others() {
 
 #[tokio::test]
 async fn a_changed_schedule_is_noticed_without_waiting_for_a_refresh() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let store = e.store.as_ref();
     let scheduler = Scheduler::new(e.store.clone())
         .refresh_every(Duration::from_secs(3600))

@@ -21,7 +21,7 @@ impl Job for Nap {
 
 #[tokio::test]
 async fn shutdown_finishes_quick_runs_and_releases_the_rest() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let client = Client::new(e.store.clone());
     let worker = Worker::builder(e.store.clone())
         .queue("nap", QueueConfig::new().concurrency(4))
@@ -64,7 +64,7 @@ async fn shutdown_finishes_quick_runs_and_releases_the_rest() {
 
 #[tokio::test]
 async fn a_shutdown_with_time_enough_releases_nothing() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let worker = Worker::builder(e.store.clone())
         .register(|_ctx: Context, nap: Nap| async move {
             tokio::time::sleep(Duration::from_millis(nap.ms)).await;
@@ -103,7 +103,7 @@ impl Job for Quick {
 /// released, so nothing is left leased and no attempt is burned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shutdown_under_load_leaves_nothing_leased() {
-    let e = crate::support::embedded();
+    let e = crate::support::Embedded::open();
     let client = Client::new(e.store.clone());
     for _ in 0..4 {
         client.enqueue_many((0..5000).map(|_| Quick)).await.unwrap();

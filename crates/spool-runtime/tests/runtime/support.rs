@@ -6,57 +6,11 @@ use std::time::Duration;
 
 use spool_client::RemoteStore;
 use spool_core::{QueueName, QueueSettings, Store, Task};
-use spool_engine::{Engine, EngineConfig};
-use spool_server::{AppState, ServerConfig};
-use tokio::sync::oneshot;
+pub use spool_testkit::server::{Embedded, Server};
 
-/// An engine in a temporary directory, removed on drop.
-pub struct Embedded {
-    pub store: Arc<dyn Store>,
-    _dir: tempfile::TempDir,
-}
-
-pub fn embedded() -> Embedded {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(EngineConfig::new(dir.path())).unwrap();
-    Embedded {
-        store: Arc::new(engine),
-        _dir: dir,
-    }
-}
-
-/// A real server on port 0 over a fresh engine; stops on drop.
-pub struct Server {
-    pub url: String,
-    _stop: oneshot::Sender<()>,
-    _store: Embedded,
-}
-
-pub async fn server() -> Server {
-    let store = embedded();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let state = AppState::new(store.store.clone());
-    tokio::spawn(async move {
-        let shutdown = async {
-            let _ = stopped.await;
-        };
-        spool_server::run(listener, state, ServerConfig::default(), shutdown)
-            .await
-            .unwrap();
-    });
-    Server {
-        url,
-        _stop: stop,
-        _store: store,
-    }
-}
-
-impl Server {
-    pub fn remote(&self) -> Arc<dyn Store> {
-        Arc::new(RemoteStore::new(&self.url, None).unwrap())
-    }
+/// A `RemoteStore` talking to `server` over HTTP.
+pub fn remote(server: &Server) -> Arc<dyn Store> {
+    Arc::new(RemoteStore::new(&server.base, None).unwrap())
 }
 
 /// Creates `queue` with fast retries (10 ms doubling to 50 ms).

@@ -7,22 +7,18 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use spool_core::{ClaimRequest, FailRequest, Kind, NewTask, Payload, QueueName, Store, TaskId};
-use spool_engine::{Engine, EngineConfig};
-use spool_server::{AppState, ServerConfig};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use spool_server::ServerConfig;
+use spool_testkit::server::Server;
 
 /// What a browser asks for when it navigates.
 pub const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,*/*;q=0.8";
 
-/// A running server and its store; stops when dropped.
+/// A running server and a browser-like client; stops when dropped.
 pub struct Admin {
     pub base: String,
     pub store: Arc<dyn Store>,
     client: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
-    _dir: tempfile::TempDir,
+    _server: Server,
 }
 
 impl Admin {
@@ -44,32 +40,17 @@ impl Admin {
     }
 
     pub async fn with_config(config: ServerConfig) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> = Arc::new(Engine::open(EngineConfig::new(dir.path())).unwrap());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let state = AppState::new(store.clone());
-        let task = tokio::spawn(async move {
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            spool_server::run(listener, state, config, shutdown)
-                .await
-                .unwrap();
-        });
+        let server = Server::builder().config(config).start().await;
         Admin {
-            base: format!("http://{addr}"),
-            store,
+            base: server.base.clone(),
+            store: server.store.clone(),
             // Redirects are checked by hand, like the cookies.
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .timeout(Duration::from_secs(30))
                 .build()
                 .unwrap(),
-            stop: Some(stop),
-            task: Some(task),
-            _dir: dir,
+            _server: server,
         }
     }
 
@@ -196,17 +177,6 @@ impl Admin {
             }
         }
         found.expect("the task was claimable")
-    }
-}
-
-impl Drop for Admin {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
     }
 }
 

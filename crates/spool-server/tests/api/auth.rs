@@ -90,14 +90,14 @@ async fn writes_without_the_token_change_nothing() {
 #[tokio::test]
 async fn an_empty_token_is_a_configuration_error() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let (store, _dir) = crate::support::engine();
+    let engine = spool_testkit::server::Embedded::open();
     let config = ServerConfig {
         token: Some(String::new()),
         ..ServerConfig::default()
     };
     let r = spool_server::run(
         listener,
-        spool_server::AppState::new(store),
+        spool_server::AppState::new(engine.store.clone()),
         config,
         async {},
     )

@@ -32,7 +32,7 @@ async fn a_cross_site_post_cannot_pause_a_queue() {
     let own = s
         .client
         .post(s.url("/v1/queues/q/pause"))
-        .header("origin", s.base.clone())
+        .header("origin", s.base().to_string())
         .send()
         .await
         .unwrap();

@@ -5,14 +5,15 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use spool_server::ServerConfig;
+use spool_testkit::server::Embedded;
 
 use crate::faulty::{Faulty, Mode, SECRET};
-use crate::support::{engine, raw, TestServer};
+use crate::support::{raw, TestServer};
 
 async fn faulty(config: ServerConfig) -> (TestServer, std::sync::Arc<Faulty>) {
-    let (store, dir) = engine();
-    let f = Faulty::new(store);
-    let s = TestServer::serve(f.clone(), config, Some(dir)).await;
+    let engine = Embedded::open();
+    let f = Faulty::new(engine.store.clone());
+    let s = TestServer::serve(f.clone(), config, engine).await;
     (s, f)
 }
 
@@ -131,7 +132,7 @@ async fn a_stopped_engine_fails_healthz_for_good() {
     let mut config = spool_engine::EngineConfig::new("/data");
     config.fs = std::sync::Arc::new(fs.clone());
     let engine = spool_engine::Engine::open(config).unwrap();
-    let s = TestServer::serve(std::sync::Arc::new(engine), ServerConfig::default(), None).await;
+    let s = TestServer::serve(std::sync::Arc::new(engine), ServerConfig::default(), ()).await;
     assert_eq!(s.get("/healthz").await.status, StatusCode::OK);
     // A failed log write stops the engine until a restart.
     fs.fail_sync_after(0);

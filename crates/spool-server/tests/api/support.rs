@@ -6,25 +6,13 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use spool_core::Store;
-use spool_engine::{Engine, EngineConfig};
-use spool_server::{AppState, ServerConfig};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use spool_server::ServerConfig;
+use spool_testkit::server::Server;
 
-/// A running server; stops when dropped.
+/// A running server and an HTTP client for it; stops when dropped.
 pub struct TestServer {
-    pub base: String,
     pub client: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-/// A fresh engine in a temporary directory.
-pub fn engine() -> (Arc<dyn Store>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(EngineConfig::new(dir.path())).unwrap();
-    (Arc::new(engine), dir)
+    server: Server,
 }
 
 impl TestServer {
@@ -33,51 +21,41 @@ impl TestServer {
     }
 
     pub async fn with_config(config: ServerConfig) -> Self {
-        let (store, dir) = engine();
-        Self::serve(store, config, Some(dir)).await
+        Self::around(Server::builder().config(config).start().await)
     }
 
-    /// Serves `store` (which the caller keeps alive).
+    /// Serves `store`, keeping `keep` (what the store lives in) until the
+    /// server is dropped.
     pub async fn serve(
         store: Arc<dyn Store>,
         config: ServerConfig,
-        dir: Option<tempfile::TempDir>,
+        keep: impl std::any::Any + Send + Sync,
     ) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let scheme = if config.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        let (stop, stopped) = oneshot::channel::<()>();
-        let state = AppState::new(store);
-        let task = tokio::spawn(async move {
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            spool_server::run(listener, state, config, shutdown)
-                .await
-                .unwrap();
-        });
+        let server = Server::builder().config(config).store(store, keep);
+        Self::around(server.start().await)
+    }
+
+    fn around(server: Server) -> Self {
         TestServer {
-            base: format!("{scheme}://{addr}"),
             client: reqwest::Client::builder()
                 .timeout(Duration::from_secs(60))
                 .build()
                 .unwrap(),
-            stop: Some(stop),
-            task: Some(task),
-            _dir: dir,
+            server,
         }
     }
 
+    /// `http://ADDR` (`https://` with TLS), no trailing slash.
+    pub fn base(&self) -> &str {
+        &self.server.base
+    }
+
     pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+        self.server.url(path)
     }
 
     pub fn addr(&self) -> String {
-        self.base.split("://").nth(1).unwrap().to_string()
+        self.server.addr.to_string()
     }
 
     /// Sends `body` as JSON text (not re-encoded, so tests control every byte).
@@ -132,17 +110,6 @@ impl TestServer {
             }
         }
         a.json
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
     }
 }
 

@@ -35,7 +35,7 @@ fn trusting_client() -> reqwest::Client {
 #[tokio::test]
 async fn https_serves_the_api_over_http2_and_http1() {
     let s = TestServer::with_config(tls_config()).await;
-    assert!(s.base.starts_with("https://"));
+    assert!(s.base().starts_with("https://"));
     let client = trusting_client();
     let res = client
         .post(s.url("/v1/queues/secure/tasks"))
@@ -74,14 +74,14 @@ async fn a_missing_or_bad_certificate_stops_the_server_from_starting() {
         (fixture("cert.pem"), fixture("cert.pem")),
     ] {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (store, _dir) = crate::support::engine();
+        let engine = spool_testkit::server::Embedded::open();
         let config = ServerConfig {
             tls: Some(TlsConfig { cert, key }),
             ..ServerConfig::default()
         };
         let r = spool_server::run(
             listener,
-            spool_server::AppState::new(store),
+            spool_server::AppState::new(engine.store.clone()),
             config,
             async {},
         )

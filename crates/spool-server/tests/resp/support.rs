@@ -5,19 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spool_core::Store;
-use spool_engine::{Engine, EngineConfig};
-use spool_server::{AppState, RespLimits, ServerConfig};
+use spool_server::{RespLimits, ServerConfig};
+use spool_testkit::server::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 
 /// Both listeners over one store; they stop when this is dropped.
 pub struct Servers {
     pub resp: String,
     pub http: String,
     pub store: Arc<dyn Store>,
-    _stop: watch::Sender<()>,
-    _dir: tempfile::TempDir,
+    _server: Server,
 }
 
 impl Servers {
@@ -26,33 +24,12 @@ impl Servers {
     }
 
     pub async fn with(config: ServerConfig, limits: RespLimits) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> = Arc::new(Engine::open(EngineConfig::new(dir.path())).unwrap());
-        let (stop, stopped) = watch::channel(());
-        let state = AppState::new(store.clone());
-        let resp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (resp_addr, http_addr) = (resp.local_addr().unwrap(), http.local_addr().unwrap());
-        let until = move || {
-            let mut s = stopped.clone();
-            async move {
-                let _ = s.changed().await;
-            }
-        };
-        let (st, cfg, u) = (state.clone(), config.clone(), until());
-        tokio::spawn(async move {
-            spool_server::run_resp(resp, st, cfg, limits, u)
-                .await
-                .unwrap()
-        });
-        let u = until();
-        tokio::spawn(async move { spool_server::run(http, state, config, u).await.unwrap() });
+        let server = Server::builder().config(config).resp(limits).start().await;
         Servers {
-            resp: resp_addr.to_string(),
-            http: format!("http://{http_addr}"),
-            store,
-            _stop: stop,
-            _dir: dir,
+            resp: server.resp.expect("a RESP listener").to_string(),
+            http: server.base.clone(),
+            store: server.store.clone(),
+            _server: server,
         }
     }
 

@@ -1,8 +1,9 @@
 //! The file-system seam: every byte the log reads or writes goes through [`Fs`].
 //!
 //! Two implementations: [`StdFs`] (real files, real `fdatasync`) and
-//! [`FaultyFs`] (in memory, for tests: forgets or tears unsynced writes on
-//! `crash()`, injects EIO/ENOSPC). The trait is object-safe and small so that
+//! `FaultyFs` (in memory, for tests: forgets or tears unsynced writes on
+//! `crash()`, injects EIO/ENOSPC; compiled only with the `test-support`
+//! feature, so release builds do not carry it). The trait is object-safe and small so that
 //! a third one (a failpoint wrapper, say) stays cheap to write.
 //!
 //! Durability contract the log relies on, and `FaultyFs` enforces: file data
@@ -10,6 +11,7 @@
 //! a directory entry (create, rename, remove) survives only after `sync_dir`
 //! on its parent.
 
+#[cfg(feature = "test-support")]
 mod faulty;
 mod std_fs;
 
@@ -19,6 +21,7 @@ use std::path::Path;
 
 use crate::error::{io_err, WalError};
 
+#[cfg(feature = "test-support")]
 pub use faulty::{CrashMode, FaultyFs};
 pub use std_fs::StdFs;
 
