@@ -30,10 +30,6 @@ struct Shared {
     store_down: AtomicBool,
     /// What the admin page's rates are made of.
     monitor: Arc<Monitor>,
-    /// Held by every change of a queue's settings made through this server,
-    /// so a settings `PUT` (read, change, write) cannot undo a pause or
-    /// resume that lands between its read and its write.
-    settings: Arc<tokio::sync::Mutex<()>>,
     /// Wrong tokens tried at the admin login.
     login_throttle: Arc<Throttle>,
 }
@@ -54,7 +50,6 @@ impl AppState {
             config: ServerConfig::default(),
             store_down: AtomicBool::new(false),
             monitor: Arc::new(Monitor::default()),
-            settings: Arc::default(),
             login_throttle: Arc::default(),
         }))
     }
@@ -66,18 +61,12 @@ impl AppState {
             config: config.clone(),
             store_down: AtomicBool::new(self.store_seems_down()),
             monitor: self.0.monitor.clone(),
-            settings: self.0.settings.clone(),
             login_throttle: self.0.login_throttle.clone(),
         }))
     }
 
     pub fn config(&self) -> &ServerConfig {
         &self.0.config
-    }
-
-    /// Waits for the right to change queue settings (see the field).
-    pub async fn settings_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.0.settings.lock().await
     }
 
     pub fn login_throttle(&self) -> &Throttle {

@@ -26,7 +26,7 @@ pub async fn drain(tasks: usize, consumers: usize, batch: usize, claim: ClaimStr
         lease: Duration::from_secs(600),
         ..QueueSettings::default()
     };
-    store.put_queue(&q, settings).await.unwrap();
+    store.put_queue(&q, settings.into()).await.unwrap();
 
     let started = Instant::now();
     let mut producers = tokio::task::JoinSet::new();

@@ -25,7 +25,7 @@ fn custom() -> QueueSettings {
 /// second put replaces them.
 pub async fn queue_settings_round_trip(fx: Fixture) {
     let q = queue_name("configured");
-    let put = fx.store.put_queue(&q, custom()).await.unwrap();
+    let put = fx.store.put_queue(&q, custom().into()).await.unwrap();
     assert_eq!(put, custom());
     assert_eq!(fx.store.get_queue(&q).await.unwrap(), custom());
 
@@ -33,7 +33,10 @@ pub async fn queue_settings_round_trip(fx: Fixture) {
         max_payload: 64 * 1024 * 1024,
         ..QueueSettings::default()
     };
-    fx.store.put_queue(&q, replaced.clone()).await.unwrap();
+    fx.store
+        .put_queue(&q, replaced.clone().into())
+        .await
+        .unwrap();
     assert_eq!(fx.store.get_queue(&q).await.unwrap(), replaced);
 }
 
@@ -61,8 +64,11 @@ pub async fn invalid_queue_settings_are_refused(fx: Fixture) {
         },
     ];
     for bad in invalid {
-        expect_code(fx.store.put_queue(&q, bad.clone()).await, "bad_request");
-        expect_code(fx.store.put_queue(&fresh, bad).await, "bad_request");
+        expect_code(
+            fx.store.put_queue(&q, bad.clone().into()).await,
+            "bad_request",
+        );
+        expect_code(fx.store.put_queue(&fresh, bad.into()).await, "bad_request");
     }
     assert_eq!(fx.store.get_queue(&q).await.unwrap(), custom());
     expect_code(fx.store.get_queue(&fresh).await, "not_found");
@@ -95,7 +101,7 @@ pub async fn changing_settings_keeps_tasks(fx: Fixture) {
         max_payload: 1024,
         ..quick()
     };
-    fx.store.put_queue(&q, changed).await.unwrap();
+    fx.store.put_queue(&q, changed.into()).await.unwrap();
     let after = list_all(&fx, ListRequest::new(q.clone())).await;
     let states =
         |ts: &[spool_core::Task]| -> Vec<_> { ts.iter().map(|t| (t.id, t.state)).collect() };
