@@ -26,7 +26,7 @@ use spool_core::{
     Cadence, ClaimRequest, Kind, NewTask, Payload, QueueName, ScheduleSpec, Store, StoreError,
     TaskKey, TaskRef,
 };
-use support::{TestResult, TestServer};
+use support::{pg, TestResult};
 
 /// Tasks the producer enqueues, in batches of `BATCH`.
 const TASKS: usize = 3_000;
@@ -37,11 +37,6 @@ const LEASE: Duration = Duration::from_secs(3);
 const STRANDED: u32 = 20;
 const TICK: Duration = Duration::from_secs(1);
 
-fn database_url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
-}
-
 /// What consumers saw: for each task key, the attempts it was claimed at.
 #[derive(Default)]
 struct Seen {
@@ -49,28 +44,6 @@ struct Seen {
     completed: HashSet<String>,
     /// Keys of batches whose ack call failed: done or not, unknown.
     in_doubt: HashSet<String>,
-}
-
-fn start_nodes(schema: &str) -> Result<Vec<TestServer>, Box<dyn std::error::Error + Send + Sync>> {
-    let url = database_url();
-    // Started at once: migrations must be safe when nodes race.
-    let handles: Vec<_> = (0..3)
-        .map(|_| {
-            let (url, schema) = (url.clone(), schema.to_string());
-            std::thread::spawn(move || {
-                TestServer::start_with(&["--postgres", &url, "--pg-schema", &schema]).map_err(|e| {
-                    format!(
-                        "cannot start `spool serve --postgres` (is PostgreSQL at {url} up?): {e}"
-                    )
-                })
-            })
-        })
-        .collect();
-    let mut nodes = Vec::new();
-    for h in handles {
-        nodes.push(h.join().map_err(|_| "start thread panicked")??);
-    }
-    Ok(nodes)
 }
 
 /// Claims, records and acks until aborted; a failing node ends this
@@ -152,31 +125,17 @@ async fn all_gone(
     Ok(true)
 }
 
-/// A direct connection, for the schema's cleanup; fails clearly when the
-/// database is down.
-async fn admin() -> Result<tokio_postgres::Client, Box<dyn std::error::Error + Send + Sync>> {
-    let url = database_url();
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .map_err(|e| format!("PostgreSQL at {url} is unreachable (set DATABASE_URL): {e}"))?;
-    tokio::spawn(connection);
-    Ok(client)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_nodes_survive_a_sigkill() -> TestResult {
-    let admin = admin().await?;
-    let schema = format!("spool_cluster_{:08x}", rand::random::<u32>());
+    let admin = pg::admin().await?;
+    let schema = pg::fresh_schema("spool_cluster");
     let result = run_cluster(&schema).await;
-    admin
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        .await?;
-    result
+    pg::drop_schema(&admin, &schema, result).await
 }
 
 async fn run_cluster(schema: &str) -> TestResult {
     let owned = schema.to_string();
-    let mut nodes = tokio::task::spawn_blocking(move || start_nodes(&owned)).await??;
+    let mut nodes = tokio::task::spawn_blocking(move || pg::start_nodes(&owned, 3)).await??;
     let stores: Vec<Arc<RemoteStore>> = nodes
         .iter()
         .map(|n| RemoteStore::new(n.base.clone(), None).map(Arc::new))

@@ -8,8 +8,8 @@ use reqwest::Method;
 use serde_json::json;
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListOrder, ListRequest, NewTask,
-    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
-    TaskPage, TaskPatch, TaskRef, Timestamp,
+    QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError,
+    Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 
 use crate::http::{self, segment, Http, Target};
@@ -365,13 +365,14 @@ impl Store for RemoteStore {
     async fn put_queue(
         &self,
         queue: &QueueName,
-        settings: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
-        settings.validate()?;
+        // Only the fields given: the server applies them to the settings in
+        // force, and the store makes that atomic (docs/spec.md §4).
         let http_req = self
             .http
             .request(Method::PUT, &queue_path(queue, ""), Duration::ZERO)
-            .json(&wire::SettingsJson::from(&settings));
+            .json(&wire::ChangeOut::from(change));
         let bytes = self.http.send(http_req, Target::Queue(queue)).await?;
         Ok(http::parse::<wire::SettingsJson>(&bytes)?.into())
     }

@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use spool_core::task::RunAt;
 use spool_core::time::duration_millis;
 use spool_core::{
-    ErrorRecord, Kind, Lease, LeaseToken, NewTask, Payload, PayloadFormat, QueueName,
+    ErrorRecord, Kind, Lease, LeaseToken, NewTask, Payload, PayloadFormat, QueueChange, QueueName,
     QueueSettings, QueueStats, StateCounts, StoreError, Task, TaskId, TaskKey, TaskState,
     Timestamp,
 };
@@ -304,8 +304,8 @@ impl QueueIn {
     }
 }
 
-/// Queue settings, both ways.
-#[derive(Debug, Serialize, Deserialize)]
+/// Queue settings, as the server answers them.
+#[derive(Debug, Deserialize)]
 pub struct SettingsJson {
     lease_ms: u64,
     max_attempts: u32,
@@ -314,20 +314,6 @@ pub struct SettingsJson {
     dedup_window_ms: u64,
     max_payload: u64,
     paused: bool,
-}
-
-impl From<&QueueSettings> for SettingsJson {
-    fn from(s: &QueueSettings) -> Self {
-        SettingsJson {
-            lease_ms: ms(s.lease),
-            max_attempts: s.max_attempts,
-            backoff_base_ms: ms(s.backoff_base),
-            backoff_max_ms: ms(s.backoff_max),
-            dedup_window_ms: ms(s.dedup_window),
-            max_payload: s.max_payload,
-            paused: s.paused,
-        }
-    }
 }
 
 impl From<SettingsJson> for QueueSettings {
@@ -340,6 +326,40 @@ impl From<SettingsJson> for QueueSettings {
             dedup_window: Duration::from_millis(s.dedup_window_ms),
             max_payload: s.max_payload,
             paused: s.paused,
+        }
+    }
+}
+
+/// A change of queue settings: only the fields it gives, which the server
+/// applies to the settings in force.
+#[derive(Debug, Serialize)]
+pub struct ChangeOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backoff_base_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backoff_max_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dedup_window_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_payload: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paused: Option<bool>,
+}
+
+impl From<QueueChange> for ChangeOut {
+    fn from(c: QueueChange) -> Self {
+        ChangeOut {
+            lease_ms: c.lease.map(ms),
+            max_attempts: c.max_attempts,
+            backoff_base_ms: c.backoff_base.map(ms),
+            backoff_max_ms: c.backoff_max.map(ms),
+            dedup_window_ms: c.dedup_window.map(ms),
+            max_payload: c.max_payload,
+            paused: c.paused,
         }
     }
 }

@@ -60,7 +60,7 @@ async fn errors_map_back_to_store_errors() {
         max_payload: 8,
         ..Default::default()
     };
-    r.put_queue(&q("tiny"), settings).await.unwrap();
+    r.put_queue(&q("tiny"), settings.into()).await.unwrap();
     let big = NewTask::new(Payload::binary(vec![0u8; 20]));
     assert_eq!(
         r.enqueue(&q("tiny"), vec![big]).await,

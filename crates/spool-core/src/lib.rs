@@ -23,7 +23,7 @@ pub mod transition;
 pub use error::StoreError;
 pub use names::{Kind, NameError, QueueName, TaskKey};
 pub use schedule::{Cadence, Schedule, ScheduleSpec};
-pub use settings::QueueSettings;
+pub use settings::{QueueChange, QueueSettings};
 pub use store::{
     ClaimRequest, EnqueueOutcome, FailRequest, KindCounts, ListOrder, ListRequest, QueueStats,
     StateCounts, Store, TaskPage, TaskPatch, TaskRef,

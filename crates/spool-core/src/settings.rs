@@ -1,4 +1,10 @@
-//! Per-queue settings (docs/spec.md §4) and their limits.
+//! Per-queue settings (docs/spec.md §4), their limits, and the one set of
+//! checks every store and the server apply to them.
+//!
+//! A change names only the fields it changes ([`QueueChange`]); the result
+//! of applying one is always checked as a whole, since a field may be fine
+//! alone and wrong beside the queue's others (a `backoff_base` over the
+//! queue's `backoff_max`).
 
 use std::time::Duration;
 
@@ -52,9 +58,58 @@ impl QueueSettings {
             return bad("backoff_base_ms must not exceed backoff_max_ms");
         }
         if self.max_payload > MAX_PAYLOAD_LIMIT {
-            return bad("max_payload must be at most 67108864 (64 MiB)");
+            return Err(StoreError::bad_request(format!(
+                "max_payload must be at most {MAX_PAYLOAD_LIMIT} (64 MiB), got {}",
+                self.max_payload
+            )));
         }
         Ok(())
+    }
+}
+
+/// A change of a queue's settings: each field given replaces the queue's,
+/// each absent one keeps its value (or the default, for a queue the change
+/// creates). [`From<QueueSettings>`] gives a change naming every field.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct QueueChange {
+    pub lease: Option<Duration>,
+    pub max_attempts: Option<u32>,
+    pub backoff_base: Option<Duration>,
+    pub backoff_max: Option<Duration>,
+    pub dedup_window: Option<Duration>,
+    pub max_payload: Option<u64>,
+    pub paused: Option<bool>,
+}
+
+impl QueueChange {
+    /// `current` with the given fields replaced, if the result is coherent
+    /// ([`QueueSettings::validate`]).
+    pub fn apply(self, current: QueueSettings) -> Result<QueueSettings, StoreError> {
+        let changed = QueueSettings {
+            lease: self.lease.unwrap_or(current.lease),
+            max_attempts: self.max_attempts.unwrap_or(current.max_attempts),
+            backoff_base: self.backoff_base.unwrap_or(current.backoff_base),
+            backoff_max: self.backoff_max.unwrap_or(current.backoff_max),
+            dedup_window: self.dedup_window.unwrap_or(current.dedup_window),
+            max_payload: self.max_payload.unwrap_or(current.max_payload),
+            paused: self.paused.unwrap_or(current.paused),
+        };
+        changed.validate()?;
+        Ok(changed)
+    }
+}
+
+impl From<QueueSettings> for QueueChange {
+    fn from(s: QueueSettings) -> Self {
+        QueueChange {
+            lease: Some(s.lease),
+            max_attempts: Some(s.max_attempts),
+            backoff_base: Some(s.backoff_base),
+            backoff_max: Some(s.backoff_max),
+            dedup_window: Some(s.dedup_window),
+            max_payload: Some(s.max_payload),
+            paused: Some(s.paused),
+        }
     }
 }
 
@@ -89,5 +144,73 @@ mod tests {
             ..QueueSettings::default()
         };
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn a_change_replaces_only_the_fields_it_gives() {
+        let current = QueueSettings {
+            paused: true,
+            max_attempts: 3,
+            ..QueueSettings::default()
+        };
+        let change = QueueChange {
+            lease: Some(Duration::from_secs(5)),
+            ..QueueChange::default()
+        };
+        let changed = change.apply(current.clone());
+        assert_eq!(
+            changed,
+            Ok(QueueSettings {
+                lease: Duration::from_secs(5),
+                ..current
+            })
+        );
+    }
+
+    #[test]
+    fn a_full_change_replaces_everything() {
+        let wanted = QueueSettings {
+            lease: Duration::from_secs(7),
+            max_attempts: 2,
+            backoff_base: Duration::from_millis(10),
+            backoff_max: Duration::from_millis(20),
+            dedup_window: Duration::ZERO,
+            max_payload: 10,
+            paused: true,
+        };
+        let current = QueueSettings::default();
+        assert_eq!(QueueChange::from(wanted.clone()).apply(current), Ok(wanted));
+    }
+
+    #[test]
+    fn a_change_is_checked_against_the_fields_it_keeps() {
+        let current = QueueSettings {
+            backoff_max: Duration::from_secs(2),
+            ..QueueSettings::default()
+        };
+        let too_slow = QueueChange {
+            backoff_base: Some(Duration::from_secs(3)),
+            ..QueueChange::default()
+        };
+        assert_eq!(
+            too_slow.apply(current).map_err(|e| e.code()),
+            Err("bad_request")
+        );
+        for bad in [
+            QueueChange {
+                lease: Some(Duration::ZERO),
+                ..QueueChange::default()
+            },
+            QueueChange {
+                max_attempts: Some(0),
+                ..QueueChange::default()
+            },
+            QueueChange {
+                max_payload: Some(MAX_PAYLOAD_LIMIT + 1),
+                ..QueueChange::default()
+            },
+        ] {
+            assert!(bad.apply(QueueSettings::default()).is_err(), "{bad:?}");
+        }
     }
 }

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use crate::error::StoreError;
 use crate::names::{Kind, QueueName, TaskKey};
 use crate::schedule::{Schedule, ScheduleSpec};
-use crate::settings::QueueSettings;
+use crate::settings::{QueueChange, QueueSettings};
 use crate::task::{LeaseToken, NewTask, Payload, Task, TaskId, TaskState};
 use crate::time::Timestamp;
 
@@ -310,11 +310,16 @@ pub trait Store: Send + Sync + 'static {
     /// Every queue, by name.
     async fn stats(&self) -> Result<Vec<QueueStats>, StoreError>;
 
-    /// Creates the queue or replaces its settings.
+    /// Creates the queue (defaults for absent fields) or changes only the
+    /// fields given, atomically with respect to every other change of the
+    /// queue, pause and resume included, across all processes on a store:
+    /// nothing another change wrote in between is lost (docs/spec.md §4).
+    /// The result is checked as a whole; a refused change changes, and
+    /// creates, nothing. Answers the settings now in force.
     async fn put_queue(
         &self,
         queue: &QueueName,
-        settings: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError>;
 
     async fn get_queue(&self, queue: &QueueName) -> Result<QueueSettings, StoreError>;

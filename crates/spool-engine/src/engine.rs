@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueName,
-    QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage,
-    TaskPatch, TaskRef, Timestamp,
+    ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueChange,
+    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
+    TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 use spool_wal::{SegmentReader, Wal, WalConfig};
 use tokio::sync::{oneshot, watch};
@@ -292,10 +292,10 @@ impl Store for Engine {
     async fn put_queue(
         &self,
         queue: &QueueName,
-        settings: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
         let queue = queue.clone();
-        self.call(move |c| c.put_queue(&queue, settings)).await
+        self.call(move |c| c.put_queue(&queue, change)).await
     }
 
     async fn get_queue(&self, queue: &QueueName) -> Result<QueueSettings, StoreError> {

@@ -279,7 +279,10 @@ async fn run(actions: Vec<Action>) {
         ..QueueSettings::default()
     };
     for q in 0..2 {
-        h.e().put_queue(&queue(q), settings.clone()).await.unwrap();
+        h.e()
+            .put_queue(&queue(q), settings.clone().into())
+            .await
+            .unwrap();
     }
     for a in actions {
         apply(&mut h, &mut m, a).await;

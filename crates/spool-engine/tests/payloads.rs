@@ -48,7 +48,7 @@ async fn payloads_of_every_size_survive_checkpoints_and_restarts_byte_exact() {
             max_payload: 16 * MIB as u64,
             ..QueueSettings::default()
         };
-        engine.put_queue(&q(), settings).await.unwrap();
+        engine.put_queue(&q(), settings.into()).await.unwrap();
         for (i, &len) in sizes.iter().enumerate() {
             let body = bytes(len, i as u8);
             let out = engine
@@ -188,7 +188,7 @@ async fn a_batch_too_big_for_one_log_record_is_refused_and_the_engine_goes_on() 
         max_payload: 16 * MIB as u64,
         ..QueueSettings::default()
     };
-    engine.put_queue(&q(), settings).await.unwrap();
+    engine.put_queue(&q(), settings.into()).await.unwrap();
     // Each payload is allowed; together they pass the log's record limit.
     let tasks = (0..6)
         .map(|i| NewTask::new(Payload::binary(bytes(15 * MIB, i))))
@@ -216,7 +216,7 @@ async fn waiting_claims_get_fresh_payloads_byte_exact() {
         max_payload: 4 * MIB as u64,
         ..QueueSettings::default()
     };
-    engine.put_queue(&q(), settings).await.unwrap();
+    engine.put_queue(&q(), settings.into()).await.unwrap();
     for (round, sizes) in [vec![1, 100], vec![3 * MIB], vec![200; 40]]
         .into_iter()
         .enumerate()

@@ -58,7 +58,10 @@ async fn main() {
     };
     let store = Arc::new(PgStore::connect(&url, config).await.unwrap());
     let q = QueueName::new("steady").unwrap();
-    store.put_queue(&q, QueueSettings::default()).await.unwrap();
+    store
+        .put_queue(&q, QueueSettings::default().into())
+        .await
+        .unwrap();
 
     let enqueued = Arc::new(AtomicU64::new(0));
     let acked = Arc::new(AtomicU64::new(0));

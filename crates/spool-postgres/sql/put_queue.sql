@@ -1,12 +1,11 @@
--- Creates queue $1 or replaces its settings.
-INSERT INTO {schema}.queues
-    (name, lease_ms, max_attempts, backoff_base_ms, backoff_max_ms, dedup_window_ms, max_payload, paused)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT (name) DO UPDATE SET
-    lease_ms = excluded.lease_ms,
-    max_attempts = excluded.max_attempts,
-    backoff_base_ms = excluded.backoff_base_ms,
-    backoff_max_ms = excluded.backoff_max_ms,
-    dedup_window_ms = excluded.dedup_window_ms,
-    max_payload = excluded.max_payload,
-    paused = excluded.paused
+-- Writes queue $1's settings. The caller holds the row's lock (`lock_queue`),
+-- taken before it read the settings it changed.
+UPDATE {schema}.queues SET
+    lease_ms = $2,
+    max_attempts = $3,
+    backoff_base_ms = $4,
+    backoff_max_ms = $5,
+    dedup_window_ms = $6,
+    max_payload = $7,
+    paused = $8
+WHERE name = $1

@@ -78,6 +78,8 @@ pub(crate) struct Sql {
     pub(crate) stats_cached: String,
     pub(crate) put_queue: String,
     pub(crate) get_queue: String,
+    /// `get_queue`, the row locked until the transaction ends.
+    pub(crate) lock_queue: String,
     pub(crate) set_paused: String,
     pub(crate) clock: String,
     pub(crate) expired_leases: String,
@@ -158,6 +160,10 @@ impl Sql {
             stats_cached: r(include_str!("../sql/stats_cached.sql")),
             put_queue: r(include_str!("../sql/put_queue.sql")),
             get_queue: r(include_str!("../sql/get_queue.sql")),
+            lock_queue: r(&format!(
+                "{} FOR UPDATE",
+                include_str!("../sql/get_queue.sql")
+            )),
             set_paused: r(include_str!("../sql/set_paused.sql")),
             clock: r(include_str!("../sql/clock.sql")),
             expired_leases: r(include_str!("../sql/expired_leases.sql")),

@@ -16,9 +16,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueName,
-    QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage,
-    TaskPatch, TaskRef, Timestamp,
+    ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueChange,
+    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
+    TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 use tokio::task::JoinHandle;
 
@@ -294,9 +294,9 @@ impl Store for PgStore {
     async fn put_queue(
         &self,
         queue: &QueueName,
-        settings: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
-        self.backend.put_queue(queue, settings).await
+        self.backend.put_queue(queue, change).await
     }
 
     async fn get_queue(&self, queue: &QueueName) -> Result<QueueSettings, StoreError> {

@@ -28,7 +28,10 @@ async fn setup() -> (PgStore, Client, QueueName, DropSchema) {
     .await
     .unwrap();
     let q = QueueName::new("mail").unwrap();
-    store.put_queue(&q, QueueSettings::default()).await.unwrap();
+    store
+        .put_queue(&q, QueueSettings::default().into())
+        .await
+        .unwrap();
     (store, app, q, DropSchema(schema))
 }
 

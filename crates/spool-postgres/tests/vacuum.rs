@@ -79,7 +79,10 @@ async fn claims_past_the_threshold_vacuum_the_task_table_one_process_at_a_time()
     config.vacuum_after_claims = THRESHOLD;
     let store = connect(config).await;
     let q = QueueName::new("churn").unwrap();
-    store.put_queue(&q, QueueSettings::default()).await.unwrap();
+    store
+        .put_queue(&q, QueueSettings::default().into())
+        .await
+        .unwrap();
     let stats = session().await;
 
     // Below the threshold, nothing.

@@ -27,7 +27,7 @@ async fn an_enqueue_in_another_store_wakes_a_waiting_claimer() {
     let (waiter, producer) = (connect(config()).await, connect(config()).await);
     let q = QueueName::new("cross").unwrap();
     producer
-        .put_queue(&q, QueueSettings::default())
+        .put_queue(&q, QueueSettings::default().into())
         .await
         .unwrap();
 

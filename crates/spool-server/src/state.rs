@@ -29,10 +29,6 @@ struct Shared {
     store_down: AtomicBool,
     /// What this server enqueued and acked, sampled for the admin page.
     monitor: Arc<Monitor>,
-    /// Held by every change of a queue's settings made through this server,
-    /// so a settings `PUT` (read, change, write) cannot undo a pause or
-    /// resume that lands between its read and its write.
-    settings: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -51,7 +47,6 @@ impl AppState {
             config: ServerConfig::default(),
             store_down: AtomicBool::new(false),
             monitor: Arc::new(Monitor::default()),
-            settings: Arc::default(),
         }))
     }
 
@@ -62,17 +57,11 @@ impl AppState {
             config: config.clone(),
             store_down: AtomicBool::new(self.store_seems_down()),
             monitor: self.0.monitor.clone(),
-            settings: self.0.settings.clone(),
         }))
     }
 
     pub fn config(&self) -> &ServerConfig {
         &self.0.config
-    }
-
-    /// Waits for the right to change queue settings (see the field).
-    pub async fn settings_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.0.settings.lock().await
     }
 
     pub fn store(&self) -> &dyn Store {

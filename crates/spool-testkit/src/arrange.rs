@@ -57,7 +57,7 @@ pub(crate) fn quick() -> QueueSettings {
 pub(crate) async fn make_queue(fx: &Fixture, name: &str, settings: QueueSettings) -> QueueName {
     let q = queue_name(name);
     fx.store
-        .put_queue(&q, settings)
+        .put_queue(&q, settings.into())
         .await
         .expect("put_queue with valid settings");
     q

@@ -116,6 +116,8 @@ macro_rules! __with_cases {
             invalid_queue_settings_are_refused
             unknown_queue_is_not_found
             changing_settings_keeps_tasks
+            a_change_keeps_the_fields_it_does_not_name
+            a_settings_change_does_not_undo_a_concurrent_pause
             due_task_shows_ready_everywhere
             expired_lease_shows_ready_everywhere
             schedules_round_trip

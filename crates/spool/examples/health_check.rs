@@ -15,8 +15,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use spool::core::{Clock, SystemClock};
 use spool::{
-    Client, Context, Job, PeriodicJob, QueueName, QueueSettings, Scheduler, Store, TaskError,
-    Worker,
+    Client, Context, Job, PeriodicJob, QueueChange, QueueName, Scheduler, Store, TaskError, Worker,
 };
 
 #[derive(Serialize, Deserialize, Clone)]
@@ -73,12 +72,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let store = spool::embedded::open(dir.path())?;
     // A missed check is not retried: the next tick is the retry.
-    let settings = QueueSettings {
-        max_attempts: 1,
-        ..QueueSettings::default()
+    let change = QueueChange {
+        max_attempts: Some(1),
+        ..QueueChange::default()
     };
     store
-        .put_queue(&QueueName::new(HealthCheck::QUEUE)?, settings)
+        .put_queue(&QueueName::new(HealthCheck::QUEUE)?, change)
         .await?;
     Client::new(store.clone())
         .put_schedule(

@@ -84,8 +84,8 @@
 
 pub use spool_core as core;
 pub use spool_core::{
-    EnqueueOutcome, Kind, QueueName, QueueSettings, Schedule, Store, StoreError, Task, TaskId,
-    TaskState, Timestamp,
+    EnqueueOutcome, Kind, QueueChange, QueueName, QueueSettings, Schedule, Store, StoreError, Task,
+    TaskId, TaskState, Timestamp,
 };
 pub use spool_runtime::metrics;
 #[cfg(feature = "otel")]

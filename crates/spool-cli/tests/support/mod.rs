@@ -4,6 +4,10 @@
 //! address it logs; dropping the server SIGKILLs it, so a failing test never
 //! leaves one behind.
 
+// Only the PostgreSQL test binaries start nodes on a database.
+#[allow(dead_code)]
+pub mod pg;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

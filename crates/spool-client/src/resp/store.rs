@@ -15,8 +15,8 @@ use spool_core::task::RunAt;
 use spool_core::time::duration_millis;
 use spool_core::{
     Cadence, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListOrder, ListRequest,
-    NewTask, Payload, PayloadFormat, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec,
-    Store, StoreError, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
+    NewTask, Payload, PayloadFormat, QueueChange, QueueName, QueueSettings, QueueStats, Schedule,
+    ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 
 use super::conn::encode;
@@ -99,6 +99,14 @@ impl Cmd {
 
     fn ms(self, d: Duration) -> Cmd {
         self.num(duration_millis(d))
+    }
+
+    /// `name value`, or nothing when there is no value.
+    fn option(self, name: &str, value: Option<impl std::fmt::Display>) -> Cmd {
+        match value {
+            Some(v) => self.arg(name).num(v),
+            None => self,
+        }
     }
 
     fn target(self, t: &TaskRef) -> Cmd {
@@ -381,26 +389,21 @@ impl Store for RespStore {
     async fn put_queue(
         &self,
         queue: &QueueName,
-        settings: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
-        settings.validate()?;
+        // Only the fields given: the server applies them to the settings in
+        // force, and the store makes that atomic (docs/spec.md §4).
+        let ms = |d: Option<Duration>| d.map(duration_millis);
         let cmd = Cmd::new("QUEUE")
             .arg("SET")
             .arg(queue.as_str())
-            .arg("LEASE")
-            .ms(settings.lease)
-            .arg("MAXATTEMPTS")
-            .num(settings.max_attempts)
-            .arg("BACKOFFBASE")
-            .ms(settings.backoff_base)
-            .arg("BACKOFFMAX")
-            .ms(settings.backoff_max)
-            .arg("DEDUPWINDOW")
-            .ms(settings.dedup_window)
-            .arg("MAXPAYLOAD")
-            .num(settings.max_payload)
-            .arg("PAUSED")
-            .num(u8::from(settings.paused));
+            .option("LEASE", ms(change.lease))
+            .option("MAXATTEMPTS", change.max_attempts)
+            .option("BACKOFFBASE", ms(change.backoff_base))
+            .option("BACKOFFMAX", ms(change.backoff_max))
+            .option("DEDUPWINDOW", ms(change.dedup_window))
+            .option("MAXPAYLOAD", change.max_payload)
+            .option("PAUSED", change.paused.map(u8::from));
         decode::settings(self.run(cmd, Target::Queue(queue)).await?)
     }
 

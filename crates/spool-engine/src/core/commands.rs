@@ -14,8 +14,8 @@ use spool_core::task::RunAt;
 use spool_core::transition::{self, after_failure, after_lease_expiry, lease_for, LEASE_EXPIRED};
 use spool_core::{
     backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
-    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, StoreError, TaskId, TaskKey,
-    TaskPatch, TaskRef, TaskState, Timestamp,
+    QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, StoreError, TaskId,
+    TaskKey, TaskPatch, TaskRef, TaskState, Timestamp,
 };
 
 use super::waiters::{ClaimReply, Waiter};
@@ -510,14 +510,22 @@ impl Core {
         Ok(self.state.stats(now))
     }
 
+    /// The change is applied here, on the core thread, to the settings in
+    /// force: no other change of the queue can come in between.
     pub(crate) fn put_queue(
         &mut self,
         queue: &QueueName,
-        settings: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
         self.refuse_if_poisoned()?;
         self.refuse_if_full()?;
-        settings.validate()?;
+        let current = self
+            .state
+            .queue_of(queue)
+            .map_or_else(QueueSettings::default, |q| {
+                self.state.queue(q).settings.clone()
+            });
+        let settings = change.apply(current)?;
         self.state.admit(queue, [])?;
         self.commit(Op::PutQueue {
             queue: queue.clone(),
@@ -535,10 +543,12 @@ impl Core {
     }
 
     pub(crate) fn set_paused(&mut self, queue: &QueueName, paused: bool) -> Result<(), StoreError> {
-        let mut settings = self.get_queue(queue)?;
-        if settings.paused != paused {
-            settings.paused = paused;
-            self.put_queue(queue, settings)?;
+        if self.get_queue(queue)?.paused != paused {
+            let change = QueueChange {
+                paused: Some(paused),
+                ..QueueChange::default()
+            };
+            self.put_queue(queue, change)?;
         }
         Ok(())
     }

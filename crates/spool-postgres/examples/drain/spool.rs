@@ -32,7 +32,7 @@ pub async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
         lease: Duration::from_secs(600),
         ..QueueSettings::default()
     };
-    store.put_queue(&q, settings).await.unwrap();
+    store.put_queue(&q, settings.into()).await.unwrap();
     let held = crate::hold(
         d,
         format!("SELECT state, count(*) FROM \"{schema}\".tasks GROUP BY state"),

@@ -31,7 +31,7 @@ pub async fn run(o: &Options) -> Run {
         lease: Duration::from_secs(600),
         ..QueueSettings::default()
     };
-    store.put_queue(&q, settings).await.unwrap();
+    store.put_queue(&q, settings.into()).await.unwrap();
 
     let run = Run::new();
     let mut load = tokio::task::JoinSet::new();

@@ -1,6 +1,10 @@
-//! Queue settings (docs/spec.md §4): create, replace, read, pause; and the clock.
+//! Queue settings (docs/spec.md §4): create, change, read, pause; and the clock.
+//!
+//! Invariant: a change of settings reads the row it changes under a row
+//! lock, so every other change of the queue (a pause on another node
+//! included) lands wholly before or wholly after it.
 
-use spool_core::{QueueName, QueueSettings, StoreError, Timestamp};
+use spool_core::{QueueChange, QueueName, QueueSettings, StoreError, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
@@ -81,18 +85,54 @@ fn settings_from(row: &Row) -> Result<QueueSettings, StoreError> {
     })
 }
 
+/// Queue `queue`'s settings, its row locked until `tx` ends; `None` if it
+/// does not exist.
+async fn lock_queue(
+    tx: &(impl Db + ?Sized),
+    sql: &str,
+    queue: &QueueName,
+) -> Result<Option<QueueSettings>, StoreError> {
+    let rows = tx.query(sql, &[&queue.as_str()]).await.map_err(db)?;
+    rows.first().map(settings_from).transpose()
+}
+
 impl Backend {
+    /// One transaction: lock the queue's row (creating it with the defaults
+    /// if need be), apply the change to what it holds, write the result.
+    /// `set_paused` updates the same row, so it waits for this transaction
+    /// or this one for it. One `INSERT ... ON CONFLICT DO UPDATE` merging
+    /// with `COALESCE` would save round trips, but would have to check the
+    /// merged settings in SQL, a second copy of `QueueSettings::validate`;
+    /// settings change rarely, so the checks stay in one place instead.
     pub(crate) async fn put_queue(
         &self,
         queue: &QueueName,
-        settings: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        let current = match lock_queue(&tx, &self.sql.lock_queue, queue).await? {
+            Some(current) => current,
+            None => {
+                let defaults = settings_params(queue, &QueueSettings::default())?;
+                tx.query(&self.sql.create_queue, &defaults.as_params())
+                    .await
+                    .map_err(db)?;
+                // Created here, or by a racing transaction that committed
+                // first (the insert waited for it): either way it is there.
+                lock_queue(&tx, &self.sql.lock_queue, queue)
+                    .await?
+                    .ok_or_else(|| {
+                        corrupt(format!("queue {queue} vanished after it was created"))
+                    })?
+            }
+        };
+        let settings = change.apply(current)?;
         let p = settings_params(queue, &settings)?;
-        let client = self.client().await?;
-        client
-            .query(&self.sql.put_queue, &p.as_params())
+        tx.query(&self.sql.put_queue, &p.as_params())
             .await
             .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         drop(client);
         if !settings.paused {
             // It may have been paused until now, with waiters and work.

@@ -26,8 +26,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use spool_core::{
     ClaimRequest, Clock, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, ManualClock,
-    NewTask, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError,
-    SystemClock, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
+    NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store,
+    StoreError, SystemClock, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 use spool_engine::{Engine, EngineConfig};
 use tokio::sync::{watch, Notify};
@@ -198,9 +198,9 @@ impl Store for Paused {
     async fn put_queue(
         &self,
         queue: &QueueName,
-        settings: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
-        self.change(self.engine.put_queue(queue, settings))
+        self.change(self.engine.put_queue(queue, change))
     }
 
     async fn get_queue(&self, queue: &QueueName) -> Result<QueueSettings, StoreError> {

@@ -21,7 +21,7 @@ pub async fn fast_queue(store: &dyn Store, queue: &str, max_attempts: u32) {
         max_attempts,
         ..QueueSettings::default()
     };
-    store.put_queue(&q(queue), settings).await.unwrap();
+    store.put_queue(&q(queue), settings.into()).await.unwrap();
 }
 
 pub fn q(name: &str) -> QueueName {

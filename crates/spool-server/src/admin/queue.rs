@@ -285,7 +285,6 @@ pub async fn resume(
 
 async fn set_paused(st: AppState, path: PathIn, paused: bool) -> Result<Response, PageError> {
     let ApiPath(name) = path?;
-    let _changing = st.settings_lock().await;
     st.call(st.store().set_paused(&name, paused)).await?;
     let done = if paused { "paused" } else { "resumed" };
     Ok(layout::redirect(&format!(

@@ -96,7 +96,6 @@ pub async fn pause(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
 ) -> Result<StatusCode, ApiError> {
-    let _changing = st.settings_lock().await;
     st.call(st.store().set_paused(&queue, true)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -113,7 +112,6 @@ pub async fn resume(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
 ) -> Result<StatusCode, ApiError> {
-    let _changing = st.settings_lock().await;
     st.call(st.store().set_paused(&queue, false)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

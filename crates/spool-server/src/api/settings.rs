@@ -1,12 +1,15 @@
 //! A queue's settings (docs/spec.md §4): `PUT` creates the queue or changes them,
 //! `GET` reads them.
+//!
+//! `PUT` hands the store only the fields it was given: the store applies
+//! them to the settings in force atomically, so a pause or another change,
+//! through any node, is never undone by a stale read here.
 
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use spool_core::settings::MAX_PAYLOAD_LIMIT;
 use spool_core::time::duration_millis;
-use spool_core::{QueueName, QueueSettings, StoreError};
+use spool_core::{QueueChange, QueueName, QueueSettings, StoreError};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
@@ -59,35 +62,21 @@ pub struct SettingsBody {
     pub paused: Option<bool>,
 }
 
-fn apply(mut s: QueueSettings, b: SettingsBody) -> Result<QueueSettings, StoreError> {
-    if let Some(v) = b.lease_ms {
-        s.lease = wire::non_zero_ms("lease_ms", v)?;
+impl SettingsBody {
+    /// The change the body asks for. Each field is checked here as a wire
+    /// value; the settings it makes, as a whole, by the store.
+    fn change(self) -> Result<QueueChange, StoreError> {
+        let ms = |field, v: Option<u64>| v.map(|v| wire::duration_ms(field, v)).transpose();
+        Ok(QueueChange {
+            lease: ms("lease_ms", self.lease_ms)?,
+            max_attempts: self.max_attempts,
+            backoff_base: ms("backoff_base_ms", self.backoff_base_ms)?,
+            backoff_max: ms("backoff_max_ms", self.backoff_max_ms)?,
+            dedup_window: ms("dedup_window_ms", self.dedup_window_ms)?,
+            max_payload: self.max_payload,
+            paused: self.paused,
+        })
     }
-    if let Some(v) = b.max_attempts {
-        s.max_attempts = v;
-    }
-    if let Some(v) = b.backoff_base_ms {
-        s.backoff_base = wire::duration_ms("backoff_base_ms", v)?;
-    }
-    if let Some(v) = b.backoff_max_ms {
-        s.backoff_max = wire::duration_ms("backoff_max_ms", v)?;
-    }
-    if let Some(v) = b.dedup_window_ms {
-        s.dedup_window = wire::duration_ms("dedup_window_ms", v)?;
-    }
-    if let Some(v) = b.max_payload {
-        if v > MAX_PAYLOAD_LIMIT {
-            return Err(StoreError::bad_request(format!(
-                "max_payload must be at most {MAX_PAYLOAD_LIMIT} (64 MiB), got {v}"
-            )));
-        }
-        s.max_payload = v;
-    }
-    if let Some(v) = b.paused {
-        s.paused = v;
-    }
-    s.validate()?;
-    Ok(s)
 }
 
 /// Create a queue or change its settings.
@@ -104,18 +93,11 @@ pub async fn put_settings(
     ApiPath(queue): ApiPath<QueueName>,
     ApiJson(body): ApiJson<SettingsBody>,
 ) -> Result<Json<SettingsJson>, ApiError> {
-    // Read-modify-write under the settings lock, which pause and resume
-    // take too: nothing this server changes is lost in between.
-    let _changing = st.settings_lock().await;
-    let current = match st.call(st.store().get_queue(&queue)).await {
-        Ok(s) => s,
-        Err(ApiError::Store(StoreError::QueueNotFound(_) | StoreError::NotFound)) => {
-            QueueSettings::default()
-        }
-        Err(e) => return Err(e),
-    };
-    let wanted = apply(current, body)?;
-    let now = st.call(st.store().put_queue(&queue, wanted)).await?;
+    // The store applies the change to the settings in force, atomically:
+    // no read here, so nothing another node changes in between is lost.
+    let now = st
+        .call(st.store().put_queue(&queue, body.change()?))
+        .await?;
     Ok(Json(now.into()))
 }
 

@@ -351,8 +351,6 @@ async fn one(st: &AppState, s: &mut Session, cmd: Command) -> Result<Reply, ApiE
                 .collect(),
         ),
         Command::Pause(queue, paused) => {
-            // As over HTTP: a concurrent QUEUE SET must not undo this.
-            let _changing = st.settings_lock().await;
             st.call(st.store().set_paused(&queue, paused)).await?;
             Reply::OK
         }

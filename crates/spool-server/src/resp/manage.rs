@@ -4,16 +4,16 @@
 //! so a client needs no HTTP beside RESP.
 //!
 //! Invariants: `QUEUE SET` changes only the settings it names and, like
-//! `PUT /v1/queues/{queue}`, reads and writes under the server's settings
-//! lock so a concurrent `PAUSE` is not lost; every value is checked here
-//! before the store sees it.
+//! `PUT /v1/queues/{queue}`, hands the store just those, which it applies
+//! atomically, so a concurrent `PAUSE` through any node is not lost. Every
+//! value is checked here as a wire value before the store sees it; the
+//! settings a change makes are checked as a whole by the store.
 
 use std::time::Duration;
 
-use spool_core::settings::MAX_PAYLOAD_LIMIT;
 use spool_core::store::MAX_LIST_LIMIT;
 use spool_core::{
-    Cadence, Kind, ListOrder, ListRequest, QueueName, QueueSettings, ScheduleSpec, StoreError,
+    Cadence, Kind, ListOrder, ListRequest, QueueChange, QueueName, ScheduleSpec, StoreError,
     TaskState, Timestamp,
 };
 
@@ -29,38 +29,12 @@ use crate::wire;
 pub enum Manage {
     List(ListRequest),
     QueueGet(QueueName),
-    QueueSet(QueueName, Vec<Setting>),
+    QueueSet(QueueName, QueueChange),
     Time,
     SchedulePut(Box<ScheduleSpec>),
     ScheduleList,
     ScheduleDel(Kind),
     ScheduleFire(Kind, Timestamp),
-}
-
-/// One setting named in `QUEUE SET`.
-#[derive(Debug, Clone, Copy)]
-pub enum Setting {
-    Lease(Duration),
-    MaxAttempts(u32),
-    BackoffBase(Duration),
-    BackoffMax(Duration),
-    DedupWindow(Duration),
-    MaxPayload(u64),
-    Paused(bool),
-}
-
-impl Setting {
-    fn apply(self, s: &mut QueueSettings) {
-        match self {
-            Setting::Lease(v) => s.lease = v,
-            Setting::MaxAttempts(v) => s.max_attempts = v,
-            Setting::BackoffBase(v) => s.backoff_base = v,
-            Setting::BackoffMax(v) => s.backoff_max = v,
-            Setting::DedupWindow(v) => s.dedup_window = v,
-            Setting::MaxPayload(v) => s.max_payload = v,
-            Setting::Paused(v) => s.paused = v,
-        }
-    }
 }
 
 /// Parses the command `name` (in capitals) from `a`.
@@ -134,45 +108,46 @@ fn list(a: &mut Args<'_>) -> Result<Manage, StoreError> {
 /// [BACKOFFMAX ms] [DEDUPWINDOW ms] [MAXPAYLOAD bytes] [PAUSED 0|1]`.
 fn queue_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
     let queue = a.queue()?;
-    let mut changes = Vec::new();
+    let mut change = QueueChange::default();
     while let Some(opt) = a.optional() {
-        let setting = match opt.to_ascii_uppercase().as_slice() {
-            b"LEASE" => Setting::Lease(wire::non_zero_ms("lease_ms", a.number("LEASE")?)?),
-            b"MAXATTEMPTS" => Setting::MaxAttempts(
-                u32::try_from(a.number("MAXATTEMPTS")?)
-                    .map_err(|_| StoreError::bad_request("max_attempts is too large"))?,
-            ),
-            b"BACKOFFBASE" => Setting::BackoffBase(wire::duration_ms(
-                "backoff_base_ms",
-                a.number("BACKOFFBASE")?,
-            )?),
-            b"BACKOFFMAX" => Setting::BackoffMax(wire::duration_ms(
-                "backoff_max_ms",
-                a.number("BACKOFFMAX")?,
-            )?),
-            b"DEDUPWINDOW" => Setting::DedupWindow(wire::duration_ms(
-                "dedup_window_ms",
-                a.number("DEDUPWINDOW")?,
-            )?),
-            b"MAXPAYLOAD" => {
-                let v = a.number("MAXPAYLOAD")?;
-                if v > MAX_PAYLOAD_LIMIT {
-                    return Err(StoreError::bad_request(format!(
-                        "max_payload must be at most {MAX_PAYLOAD_LIMIT} (64 MiB), got {v}"
-                    )));
-                }
-                Setting::MaxPayload(v)
+        match opt.to_ascii_uppercase().as_slice() {
+            b"LEASE" => change.lease = Some(wire::duration_ms("lease_ms", a.number("LEASE")?)?),
+            b"MAXATTEMPTS" => {
+                change.max_attempts = Some(
+                    u32::try_from(a.number("MAXATTEMPTS")?)
+                        .map_err(|_| StoreError::bad_request("max_attempts is too large"))?,
+                )
             }
-            b"PAUSED" => Setting::Paused(match a.bytes()?.as_ref() {
-                b"0" => false,
-                b"1" => true,
-                _ => return Err(StoreError::bad_request("PAUSED is 0 or 1")),
-            }),
+            b"BACKOFFBASE" => {
+                change.backoff_base = Some(wire::duration_ms(
+                    "backoff_base_ms",
+                    a.number("BACKOFFBASE")?,
+                )?)
+            }
+            b"BACKOFFMAX" => {
+                change.backoff_max = Some(wire::duration_ms(
+                    "backoff_max_ms",
+                    a.number("BACKOFFMAX")?,
+                )?)
+            }
+            b"DEDUPWINDOW" => {
+                change.dedup_window = Some(wire::duration_ms(
+                    "dedup_window_ms",
+                    a.number("DEDUPWINDOW")?,
+                )?)
+            }
+            b"MAXPAYLOAD" => change.max_payload = Some(a.number("MAXPAYLOAD")?),
+            b"PAUSED" => {
+                change.paused = Some(match a.bytes()?.as_ref() {
+                    b"0" => false,
+                    b"1" => true,
+                    _ => return Err(StoreError::bad_request("PAUSED is 0 or 1")),
+                })
+            }
             _ => return Err(a.unknown_option(&opt)),
-        };
-        changes.push(setting);
+        }
     }
-    Ok(Manage::QueueSet(queue, changes))
+    Ok(Manage::QueueSet(queue, change))
 }
 
 /// `SCHEDULE SET name queue payload EVERY ms | CRON expr [TZ zone]
@@ -234,18 +209,8 @@ pub(super) async fn run(st: &AppState, proto: Proto, m: Manage) -> Result<Reply,
             ])
         }
         Manage::QueueGet(queue) => shape::settings(&st.call(st.store().get_queue(&queue)).await?),
-        Manage::QueueSet(queue, changes) => {
-            let _changing = st.settings_lock().await;
-            let mut settings = match st.call(st.store().get_queue(&queue)).await {
-                Ok(s) => s,
-                Err(ApiError::Store(StoreError::QueueNotFound(_) | StoreError::NotFound)) => {
-                    QueueSettings::default()
-                }
-                Err(e) => return Err(e),
-            };
-            changes.iter().for_each(|c| c.apply(&mut settings));
-            settings.validate()?;
-            shape::settings(&st.call(st.store().put_queue(&queue, settings)).await?)
+        Manage::QueueSet(queue, change) => {
+            shape::settings(&st.call(st.store().put_queue(&queue, change)).await?)
         }
         Manage::Time => {
             // Redis's shape: seconds and microseconds, as bulk strings.

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, LeaseToken, ListRequest, NewTask, QueueName,
-    QueueSettings, QueueStats, Store, StoreError, Task, TaskId, TaskPage, TaskPatch, TaskRef,
-    Timestamp,
+    ClaimRequest, EnqueueOutcome, FailRequest, LeaseToken, ListRequest, NewTask, QueueChange,
+    QueueName, QueueSettings, QueueStats, Store, StoreError, Task, TaskId, TaskPage, TaskPatch,
+    TaskRef, Timestamp,
 };
 
 /// How the store behaves now.
@@ -130,10 +130,10 @@ impl Store for Faulty {
     async fn put_queue(
         &self,
         q: &QueueName,
-        s: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
         self.gate().await?;
-        self.inner.put_queue(q, s).await
+        self.inner.put_queue(q, change).await
     }
     async fn get_queue(&self, q: &QueueName) -> Result<QueueSettings, StoreError> {
         self.gate().await?;

@@ -164,7 +164,8 @@ async fn a_settings_change_does_not_undo_a_concurrent_pause() {
     };
     assert_eq!(put("{}").await, StatusCode::OK);
     f.set(Mode::SlowSettingsRead);
-    // The change reads the settings (slowly) while the pause lands.
+    // A server that read the settings (slowly here) and wrote them back
+    // would let the pause land in between and undo it.
     let change = tokio::spawn(put(r#"{"max_attempts":7}"#));
     tokio::time::sleep(Duration::from_millis(100)).await;
     let pause = s.post("/v1/queues/q/pause", "").await;

@@ -59,7 +59,7 @@ async fn one_oversized_payload_in_a_run_fails_alone() {
         max_payload: 8,
         ..QueueSettings::default()
     };
-    s.store.put_queue(&q, settings).await.unwrap();
+    s.store.put_queue(&q, settings.into()).await.unwrap();
     let mut c = s.client().await;
     let mut bytes = encode(&[b"ENQUEUE", b"q", b"small"]);
     bytes.extend(encode(&[b"ENQUEUE", b"q", b"far too large"]));

@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use spool_core::{
     ClaimRequest, Clock, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
-    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
-    TaskPage, TaskPatch, TaskRef, Timestamp,
+    QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError,
+    Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 use tokio::sync::Notify;
 
@@ -172,10 +172,9 @@ impl Store for Model {
     async fn put_queue(
         &self,
         queue: &QueueName,
-        settings: QueueSettings,
+        change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
-        settings.validate()?;
-        Ok(self.mutate(|s, _| s.put_queue(queue, settings)))
+        self.mutate(|s, _| s.put_queue(queue, change))
     }
 
     async fn get_queue(&self, queue: &QueueName) -> Result<QueueSettings, StoreError> {

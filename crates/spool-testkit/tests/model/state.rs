@@ -11,9 +11,9 @@ use spool_core::task::RunAt;
 use spool_core::transition::{self, Next, LEASE_EXPIRED};
 use spool_core::{
     backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, KindCounts, Lease, LeaseToken,
-    ListOrder, ListRequest, NewTask, Payload, QueueName, QueueSettings, QueueStats, Schedule,
-    ScheduleSpec, StoreError, Task, TaskId, TaskKey, TaskPage, TaskPatch, TaskRef, TaskState,
-    Timestamp,
+    ListOrder, ListRequest, NewTask, Payload, QueueChange, QueueName, QueueSettings, QueueStats,
+    Schedule, ScheduleSpec, StoreError, Task, TaskId, TaskKey, TaskPage, TaskPatch, TaskRef,
+    TaskState, Timestamp,
 };
 
 /// Where a task waits in its queue's claim order.
@@ -455,9 +455,15 @@ impl State {
         all.into_values().collect()
     }
 
-    pub fn put_queue(&mut self, q: &QueueName, settings: QueueSettings) -> QueueSettings {
+    pub fn put_queue(
+        &mut self,
+        q: &QueueName,
+        change: QueueChange,
+    ) -> Result<QueueSettings, StoreError> {
+        let current = self.queues.get(q).cloned().unwrap_or_default();
+        let settings = change.apply(current)?;
         self.queues.insert(q.clone(), settings.clone());
-        settings
+        Ok(settings)
     }
 
     pub fn get_queue(&self, q: &QueueName) -> Result<QueueSettings, StoreError> {
