@@ -372,7 +372,7 @@ impl Store for RemoteStore {
         let http_req = self
             .http
             .request(Method::PUT, &queue_path(queue, ""), Duration::ZERO)
-            .json(&wire::ChangeOut::from(change));
+            .json(&wire::SettingsBody::from(change));
         let bytes = self.http.send(http_req, Target::Queue(queue)).await?;
         Ok(http::parse::<wire::SettingsJson>(&bytes)?.into())
     }

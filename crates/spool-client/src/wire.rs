@@ -1,5 +1,6 @@
 //! The JSON shapes of the API as the client writes and reads them, and their
-//! conversion to and from `spool_core` types.
+//! conversion to and from `spool_core` types. Shapes the server defines in
+//! `spool_core::wire` are used from there, not copied.
 //!
 //! Everything the server sends is validated on the way in (names, states,
 //! timestamps); a server answer that does not fit is an internal error, not
@@ -13,14 +14,14 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use spool_core::task::RunAt;
-use spool_core::time::duration_millis;
 use spool_core::{
-    ErrorRecord, Kind, Lease, LeaseToken, NewTask, Payload, PayloadFormat, QueueChange, QueueName,
-    QueueSettings, QueueStats, StateCounts, StoreError, Task, TaskId, TaskKey, TaskState,
-    Timestamp,
+    ErrorRecord, Kind, Lease, LeaseToken, NewTask, Payload, PayloadFormat, QueueName, QueueStats,
+    StateCounts, StoreError, Task, TaskId, TaskKey, TaskState, Timestamp,
 };
 
 use spool_core::rfc3339;
+// Defined once for client and server: the settings shapes and `*_ms`.
+pub use spool_core::wire::{ms, SettingsBody, SettingsJson};
 
 fn bad_answer(what: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!("the server sent an invalid answer: {what}"))
@@ -34,11 +35,6 @@ pub fn time_out(field: &str, t: Timestamp) -> Result<String, StoreError> {
 
 pub(crate) fn time_in(field: &str, s: &str) -> Result<Timestamp, StoreError> {
     rfc3339::parse(s).map_err(|_| bad_answer(format!("{field} {s:?} is not RFC 3339")))
-}
-
-/// Whole milliseconds of a duration for a `*_ms` field.
-pub fn ms(d: Duration) -> u64 {
-    u64::try_from(duration_millis(d)).unwrap_or(u64::MAX)
 }
 
 /// The two payload fields of a request.
@@ -301,66 +297,6 @@ impl QueueIn {
             kinds,
             oldest_ready_age: self.oldest_ready_age_ms.map(Duration::from_millis),
         })
-    }
-}
-
-/// Queue settings, as the server answers them.
-#[derive(Debug, Deserialize)]
-pub struct SettingsJson {
-    lease_ms: u64,
-    max_attempts: u32,
-    backoff_base_ms: u64,
-    backoff_max_ms: u64,
-    dedup_window_ms: u64,
-    max_payload: u64,
-    paused: bool,
-}
-
-impl From<SettingsJson> for QueueSettings {
-    fn from(s: SettingsJson) -> Self {
-        QueueSettings {
-            lease: Duration::from_millis(s.lease_ms),
-            max_attempts: s.max_attempts,
-            backoff_base: Duration::from_millis(s.backoff_base_ms),
-            backoff_max: Duration::from_millis(s.backoff_max_ms),
-            dedup_window: Duration::from_millis(s.dedup_window_ms),
-            max_payload: s.max_payload,
-            paused: s.paused,
-        }
-    }
-}
-
-/// A change of queue settings: only the fields it gives, which the server
-/// applies to the settings in force.
-#[derive(Debug, Serialize)]
-pub struct ChangeOut {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lease_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_attempts: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    backoff_base_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    backoff_max_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dedup_window_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_payload: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    paused: Option<bool>,
-}
-
-impl From<QueueChange> for ChangeOut {
-    fn from(c: QueueChange) -> Self {
-        ChangeOut {
-            lease_ms: c.lease.map(ms),
-            max_attempts: c.max_attempts,
-            backoff_base_ms: c.backoff_base.map(ms),
-            backoff_max_ms: c.backoff_max.map(ms),
-            dedup_window_ms: c.dedup_window.map(ms),
-            max_payload: c.max_payload,
-            paused: c.paused,
-        }
     }
 }
 

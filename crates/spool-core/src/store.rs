@@ -21,6 +21,20 @@ use crate::time::Timestamp;
 
 /// Most tasks in one enqueue batch.
 pub const MAX_BATCH: usize = 10_000;
+/// Checks an enqueue batch before anything of it is written: 1 to
+/// [`MAX_BATCH`] tasks, each valid ([`NewTask::validate`]).
+pub fn validate_batch(tasks: &[NewTask]) -> Result<(), StoreError> {
+    if tasks.is_empty() {
+        return Err(StoreError::bad_request("a batch needs at least one task"));
+    }
+    if tasks.len() > MAX_BATCH {
+        return Err(StoreError::bad_request(format!(
+            "a batch holds at most {MAX_BATCH} tasks"
+        )));
+    }
+    tasks.iter().try_for_each(NewTask::validate)
+}
+
 /// Most tasks one claim may take.
 pub const MAX_CLAIM: u32 = 1000;
 /// Longest long-poll wait of a claim.
@@ -373,4 +387,22 @@ pub trait Store: Send + Sync + 'static {
 /// What a store that keeps no schedules answers to schedule calls.
 fn schedules_unsupported() -> StoreError {
     StoreError::Unavailable("this store does not keep schedules".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_holds_one_to_max_batch_valid_tasks() {
+        let code = |tasks: &[NewTask]| validate_batch(tasks).map_err(|e| e.code());
+        assert_eq!(code(&[]), Err("bad_request"));
+        assert_eq!(code(&vec![NewTask::default(); MAX_BATCH]), Ok(()));
+        assert_eq!(
+            code(&vec![NewTask::default(); MAX_BATCH + 1]),
+            Err("bad_request")
+        );
+        let one_bad = [NewTask::default(), NewTask::default().max_attempts(0)];
+        assert_eq!(code(&one_bad), Err("bad_request"));
+    }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::error::StoreError;
 use crate::names::{Kind, QueueName, TaskKey};
 use crate::time::Timestamp;
 
@@ -256,6 +257,19 @@ impl NewTask {
         self.lease_ms = Some(ms);
         self
     }
+
+    /// The checks a task passes whatever its queue: out-of-range values are
+    /// refused, never clamped (docs/spec.md §7.1). Its payload's size is
+    /// checked against its queue's `max_payload` by the store.
+    pub fn validate(&self) -> Result<(), StoreError> {
+        if self.max_attempts == Some(0) {
+            return Err(StoreError::bad_request("max_attempts must be at least 1"));
+        }
+        if self.lease_ms == Some(0) {
+            return Err(StoreError::bad_request("lease_ms must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -276,5 +290,14 @@ mod tests {
             assert_eq!(s.as_str().parse::<TaskState>(), Ok(s));
         }
         assert!("done".parse::<TaskState>().is_err());
+    }
+
+    #[test]
+    fn zero_attempts_and_zero_leases_are_refused() {
+        let ok = NewTask::default().max_attempts(1).lease_ms(1);
+        assert_eq!(ok.validate(), Ok(()));
+        for bad in [ok.clone().max_attempts(0), ok.lease_ms(0)] {
+            assert_eq!(bad.validate().map_err(|e| e.code()), Err("bad_request"));
+        }
     }
 }

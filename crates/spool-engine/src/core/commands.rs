@@ -43,15 +43,7 @@ impl Core {
     ) -> Result<Vec<EnqueueOutcome>, StoreError> {
         self.refuse_if_poisoned()?;
         self.refuse_if_full()?;
-        if tasks.is_empty() {
-            return Err(StoreError::bad_request("a batch needs at least one task"));
-        }
-        if tasks.len() > spool_core::store::MAX_BATCH {
-            return Err(StoreError::bad_request(format!(
-                "a batch holds at most {} tasks",
-                spool_core::store::MAX_BATCH
-            )));
-        }
+        spool_core::store::validate_batch(&tasks)?;
         let now = self.now();
         let q = self.state.queue_of(queue);
         if q.is_none() && self.settings.strict_queues {
@@ -100,12 +92,6 @@ impl Core {
                     size,
                     max: settings.max_payload,
                 });
-            }
-            if t.max_attempts == Some(0) {
-                return Err(StoreError::bad_request("max_attempts must be at least 1"));
-            }
-            if t.lease_ms == Some(0) {
-                return Err(StoreError::bad_request("lease_ms must be at least 1"));
             }
             if let Some(key) = &t.key {
                 let existing = batch_keys

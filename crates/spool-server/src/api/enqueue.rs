@@ -146,13 +146,7 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
         (None, Some(ms)) => RunAt::After(wire::duration_ms("delay_ms", ms)?),
         (None, None) => RunAt::Now,
     };
-    if item.max_attempts == Some(0) {
-        return Err(StoreError::bad_request("max_attempts must be at least 1"));
-    }
-    if let Some(ms) = item.lease_ms {
-        wire::non_zero_ms("lease_ms", ms)?;
-    }
-    Ok(NewTask {
+    let task = NewTask {
         kind: item.kind,
         payload,
         priority: item.priority.unwrap_or(0),
@@ -160,7 +154,12 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
         key: item.key,
         max_attempts: item.max_attempts,
         lease_ms: item.lease_ms,
-    })
+    };
+    task.validate()?;
+    if let Some(ms) = task.lease_ms {
+        wire::duration_ms("lease_ms", ms)?;
+    }
+    Ok(task)
 }
 
 /// Enqueue one task or a batch.

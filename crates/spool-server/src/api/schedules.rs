@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use spool_core::time::duration_millis;
+use spool_core::wire::ms;
 use spool_core::{Cadence, Kind, Payload, QueueName, Schedule, ScheduleSpec, StoreError};
 use utoipa::ToSchema;
 
@@ -158,10 +158,6 @@ fn spec_from(name: Kind, b: ScheduleBody) -> Result<ScheduleSpec, StoreError> {
     };
     spec.validate()?;
     Ok(spec)
-}
-
-fn ms(d: std::time::Duration) -> u64 {
-    u64::try_from(duration_millis(d)).unwrap_or(u64::MAX)
 }
 
 fn time(t: Option<spool_core::Timestamp>) -> Result<Option<String>, ApiError> {

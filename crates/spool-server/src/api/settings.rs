@@ -7,76 +7,27 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::{Deserialize, Serialize};
-use spool_core::time::duration_millis;
-use spool_core::{QueueChange, QueueName, QueueSettings, StoreError};
-use utoipa::ToSchema;
+use spool_core::wire::{SettingsBody, SettingsJson};
+use spool_core::{QueueChange, QueueName, StoreError};
 
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
 use crate::wire;
 
-/// A queue's settings (docs/spec.md §4).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SettingsJson {
-    pub lease_ms: u64,
-    pub max_attempts: u32,
-    pub backoff_base_ms: u64,
-    pub backoff_max_ms: u64,
-    pub dedup_window_ms: u64,
-    pub max_payload: u64,
-    pub paused: bool,
-}
-
-fn ms(d: std::time::Duration) -> u64 {
-    u64::try_from(duration_millis(d)).unwrap_or(0)
-}
-
-impl From<QueueSettings> for SettingsJson {
-    fn from(s: QueueSettings) -> Self {
-        SettingsJson {
-            lease_ms: ms(s.lease),
-            max_attempts: s.max_attempts,
-            backoff_base_ms: ms(s.backoff_base),
-            backoff_max_ms: ms(s.backoff_max),
-            dedup_window_ms: ms(s.dedup_window),
-            max_payload: s.max_payload,
-            paused: s.paused,
-        }
-    }
-}
-
-/// New settings. Absent fields keep the queue's current values, or the
-/// defaults when the queue does not exist yet.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SettingsBody {
-    pub lease_ms: Option<u64>,
-    pub max_attempts: Option<u32>,
-    pub backoff_base_ms: Option<u64>,
-    pub backoff_max_ms: Option<u64>,
-    pub dedup_window_ms: Option<u64>,
-    /// Bytes, at most 67108864 (64 MiB).
-    pub max_payload: Option<u64>,
-    pub paused: Option<bool>,
-}
-
-impl SettingsBody {
-    /// The change the body asks for. Each field is checked here as a wire
-    /// value; the settings it makes, as a whole, by the store.
-    fn change(self) -> Result<QueueChange, StoreError> {
-        let ms = |field, v: Option<u64>| v.map(|v| wire::duration_ms(field, v)).transpose();
-        Ok(QueueChange {
-            lease: ms("lease_ms", self.lease_ms)?,
-            max_attempts: self.max_attempts,
-            backoff_base: ms("backoff_base_ms", self.backoff_base_ms)?,
-            backoff_max: ms("backoff_max_ms", self.backoff_max_ms)?,
-            dedup_window: ms("dedup_window_ms", self.dedup_window_ms)?,
-            max_payload: self.max_payload,
-            paused: self.paused,
-        })
-    }
+/// The change a body asks for. Each field is checked here as a wire value;
+/// the settings it makes, as a whole, by the store.
+fn change(body: SettingsBody) -> Result<QueueChange, StoreError> {
+    let ms = |field, v: Option<u64>| v.map(|v| wire::duration_ms(field, v)).transpose();
+    Ok(QueueChange {
+        lease: ms("lease_ms", body.lease_ms)?,
+        max_attempts: body.max_attempts,
+        backoff_base: ms("backoff_base_ms", body.backoff_base_ms)?,
+        backoff_max: ms("backoff_max_ms", body.backoff_max_ms)?,
+        dedup_window: ms("dedup_window_ms", body.dedup_window_ms)?,
+        max_payload: body.max_payload,
+        paused: body.paused,
+    })
 }
 
 /// Create a queue or change its settings.
@@ -95,10 +46,8 @@ pub async fn put_settings(
 ) -> Result<Json<SettingsJson>, ApiError> {
     // The store applies the change to the settings in force, atomically:
     // no read here, so nothing another node changes in between is lost.
-    let now = st
-        .call(st.store().put_queue(&queue, body.change()?))
-        .await?;
-    Ok(Json(now.into()))
+    let now = st.call(st.store().put_queue(&queue, change(body)?)).await?;
+    Ok(Json(SettingsJson::from(&now)))
 }
 
 /// A queue's settings.
@@ -114,5 +63,5 @@ pub async fn get_settings(
     ApiPath(queue): ApiPath<QueueName>,
 ) -> Result<Json<SettingsJson>, ApiError> {
     let s = st.call(st.store().get_queue(&queue)).await?;
-    Ok(Json(s.into()))
+    Ok(Json(SettingsJson::from(&s)))
 }

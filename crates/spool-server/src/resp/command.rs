@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use spool_core::store::{MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORKER_ID};
+use spool_core::store::{validate_batch, MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORKER_ID};
 use spool_core::task::RunAt;
 use spool_core::{
     Kind, NewTask, Payload, QueueName, StoreError, TaskId, TaskKey, TaskPatch, TaskRef, Timestamp,
@@ -149,11 +149,7 @@ pub fn parse(args: &[Bytes]) -> Parsed {
             while let Some(p) = a.optional() {
                 tasks.push(NewTask::new(payload(p)));
             }
-            if tasks.is_empty() || tasks.len() > MAX_BATCH {
-                return Err(StoreError::bad_request(format!(
-                    "ENQUEUEMANY takes 1 to {MAX_BATCH} payloads"
-                )));
-            }
+            validate_batch(&tasks)?;
             Command::EnqueueMany(queue, tasks)
         }
         "CLAIM" => claim(&mut a)?,
@@ -301,6 +297,7 @@ fn enqueue_batch(a: &mut Args<'_>) -> Parsed {
     let mut tasks = Vec::new();
     while let Some(word) = a.optional() {
         a.expect_option(&word, "TASK")?;
+        // Stops parsing at once rather than building a list to refuse.
         if tasks.len() == MAX_BATCH {
             return Err(StoreError::bad_request(format!(
                 "ENQUEUEBATCH takes 1 to {MAX_BATCH} tasks"
@@ -308,11 +305,7 @@ fn enqueue_batch(a: &mut Args<'_>) -> Parsed {
         }
         tasks.push(task(a, true)?);
     }
-    if tasks.is_empty() {
-        return Err(StoreError::bad_request(format!(
-            "ENQUEUEBATCH takes 1 to {MAX_BATCH} tasks"
-        )));
-    }
+    validate_batch(&tasks)?;
     Ok(Command::EnqueueMany(queue, tasks))
 }
 
@@ -335,15 +328,13 @@ fn task(a: &mut Args<'_>, in_batch: bool) -> Result<NewTask, StoreError> {
             b"PRIORITY" => task.priority = a.priority()?,
             b"MAXATTEMPTS" => {
                 let n = u32::try_from(a.number("MAXATTEMPTS")?)
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| StoreError::bad_request("max_attempts must be at least 1"))?;
+                    .map_err(|_| StoreError::bad_request("max_attempts is too large"))?;
                 task.max_attempts = Some(n);
             }
             b"KIND" => task.kind = Some(Kind::new(a.string("KIND")?)?),
             b"LEASE" => {
                 let ms = a.number("LEASE")?;
-                wire::non_zero_ms("lease_ms", ms)?;
+                wire::duration_ms("lease_ms", ms)?;
                 task.lease_ms = Some(ms);
             }
             b"BINARY" => binary = true,
@@ -361,6 +352,7 @@ fn task(a: &mut Args<'_>, in_batch: bool) -> Result<NewTask, StoreError> {
         (None, Some(t)) => RunAt::At(t),
         (None, None) => RunAt::Now,
     };
+    task.validate()?;
     Ok(task)
 }
 

@@ -29,7 +29,7 @@ mod rows;
 
 use std::collections::HashMap;
 
-use spool_core::store::MAX_BATCH;
+use spool_core::store::validate_batch;
 use spool_core::task::RunAt;
 use spool_core::{EnqueueOutcome, NewTask, QueueName, QueueSettings, StoreError, TaskId, TaskKey};
 
@@ -114,14 +114,7 @@ pub(crate) async fn enqueue_on(
     tasks: Vec<NewTask>,
     notify: NotifyIn,
 ) -> Result<Vec<EnqueueOutcome>, StoreError> {
-    if tasks.is_empty() {
-        return Err(StoreError::bad_request("a batch needs at least one task"));
-    }
-    if tasks.len() > MAX_BATCH {
-        return Err(StoreError::bad_request(format!(
-            "a batch holds at most {MAX_BATCH} tasks"
-        )));
-    }
+    validate_batch(&tasks)?;
     let mut first_use: HashMap<&TaskKey, usize> = HashMap::new();
     let mut slots = Vec::with_capacity(tasks.len());
     let mut new_rows = 0;

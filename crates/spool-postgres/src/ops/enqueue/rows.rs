@@ -66,8 +66,8 @@ impl<'a> Rows<'a> {
                     return Err(StoreError::PayloadTooLarge { size, max });
                 }
             }
+            // Zeros were refused by `validate_batch`; these only convert.
             let max_attempts = match t.max_attempts {
-                Some(0) => return Err(StoreError::bad_request("max_attempts must be at least 1")),
                 Some(m) => Some(
                     i32::try_from(m)
                         .map_err(|_| StoreError::bad_request("max_attempts is too large"))?,
@@ -75,7 +75,6 @@ impl<'a> Rows<'a> {
                 None => limits.max_attempts,
             };
             let lease_ms = match t.lease_ms {
-                Some(0) => return Err(StoreError::bad_request("lease_ms must be at least 1")),
                 Some(ms) => Some(millis("lease_ms", Duration::from_millis(ms))?),
                 None => None,
             };

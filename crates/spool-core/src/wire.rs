@@ -1,0 +1,131 @@
+//! JSON shapes that the server writes and the client reads, or the other
+//! way round (docs/spec.md §7.1), defined once so the two cannot drift, and
+//! the conversion of durations to the `*_ms` integers they carry.
+//!
+//! Only shapes and lossless conversions live here; checks on what a client
+//! sends (bounds, coherence) stay with the server and the stores. With the
+//! `openapi` feature each shape is also an OpenAPI schema, named after its
+//! type, for the server's document.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::settings::{QueueChange, QueueSettings};
+use crate::time::duration_millis;
+
+/// Whole milliseconds of a duration, for a `*_ms` field.
+pub fn ms(d: Duration) -> u64 {
+    duration_millis(d).unsigned_abs()
+}
+
+/// A queue's settings (docs/spec.md §4).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SettingsJson {
+    pub lease_ms: u64,
+    pub max_attempts: u32,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+    pub dedup_window_ms: u64,
+    pub max_payload: u64,
+    pub paused: bool,
+}
+
+impl From<&QueueSettings> for SettingsJson {
+    fn from(s: &QueueSettings) -> Self {
+        SettingsJson {
+            lease_ms: ms(s.lease),
+            max_attempts: s.max_attempts,
+            backoff_base_ms: ms(s.backoff_base),
+            backoff_max_ms: ms(s.backoff_max),
+            dedup_window_ms: ms(s.dedup_window),
+            max_payload: s.max_payload,
+            paused: s.paused,
+        }
+    }
+}
+
+impl From<SettingsJson> for QueueSettings {
+    fn from(s: SettingsJson) -> Self {
+        QueueSettings {
+            lease: Duration::from_millis(s.lease_ms),
+            max_attempts: s.max_attempts,
+            backoff_base: Duration::from_millis(s.backoff_base_ms),
+            backoff_max: Duration::from_millis(s.backoff_max_ms),
+            dedup_window: Duration::from_millis(s.dedup_window_ms),
+            max_payload: s.max_payload,
+            paused: s.paused,
+        }
+    }
+}
+
+/// New settings. Absent fields keep the queue's current values, or the
+/// defaults when the queue does not exist yet.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SettingsBody {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff_base_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff_max_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedup_window_ms: Option<u64>,
+    /// Bytes, at most 67108864 (64 MiB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_payload: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<bool>,
+}
+
+impl From<QueueChange> for SettingsBody {
+    fn from(c: QueueChange) -> Self {
+        SettingsBody {
+            lease_ms: c.lease.map(ms),
+            max_attempts: c.max_attempts,
+            backoff_base_ms: c.backoff_base.map(ms),
+            backoff_max_ms: c.backoff_max.map(ms),
+            dedup_window_ms: c.dedup_window.map(ms),
+            max_payload: c.max_payload,
+            paused: c.paused,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_through_json() {
+        let s = QueueSettings {
+            lease: Duration::from_millis(1234),
+            paused: true,
+            ..QueueSettings::default()
+        };
+        assert_eq!(QueueSettings::from(SettingsJson::from(&s)), s);
+    }
+
+    #[test]
+    fn a_change_sends_only_its_fields() -> Result<(), serde_json::Error> {
+        let change = QueueChange {
+            lease: Some(Duration::from_secs(2)),
+            paused: Some(false),
+            ..QueueChange::default()
+        };
+        let body = serde_json::to_string(&SettingsBody::from(change))?;
+        assert_eq!(body, r#"{"lease_ms":2000,"paused":false}"#);
+        Ok(())
+    }
+
+    #[test]
+    fn durations_beyond_the_range_saturate() {
+        assert_eq!(ms(Duration::MAX), i64::MAX as u64);
+        assert_eq!(ms(Duration::from_micros(1999)), 1);
+    }
+}
