@@ -51,6 +51,8 @@ mod row;
 mod sql;
 mod store;
 mod sweep;
+#[cfg(test)]
+mod test_db;
 mod tls;
 mod vacuum;
 mod values;

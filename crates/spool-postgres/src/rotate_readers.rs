@@ -12,41 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use spool_core::{NewTask, Payload, QueueName, Store};
-use tokio_postgres::NoTls;
 
 use crate::rotate::Rotation;
+use crate::test_db::{in_fresh_schema, session, url};
 use crate::{PgConfig, PgStore};
-
-fn url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
-}
-
-async fn session() -> tokio_postgres::Client {
-    let url = url();
-    let (client, connection) = match tokio_postgres::connect(&url, NoTls).await {
-        Ok(c) => c,
-        Err(e) => panic!(
-            "cannot use PostgreSQL at {url}: {e}\n\
-             Start it, or point DATABASE_URL at a database where this user may create schemas."
-        ),
-    };
-    tokio::spawn(connection);
-    client
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_reader_never_has_claims_queue_behind_the_rotation() {
-    let schema = format!("spool_readers_{:016x}", rand::random::<u64>());
-    let checked = tokio::spawn(check(schema.clone())).await;
-    session()
-        .await
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
-    if let Err(e) = checked {
-        std::panic::resume_unwind(e.into_panic());
-    }
+    in_fresh_schema("readers", check).await;
 }
 
 /// The ring's current generation.
