@@ -6,35 +6,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::handwritten_sql::{ACK, CLAIM, SCHEMA};
 use crate::{Drain, Drained};
-
-const SCHEMA: &str = "
-CREATE TABLE {s}.jobs (
-    id           bigserial   PRIMARY KEY,
-    queue        text        NOT NULL,
-    payload      bytea       NOT NULL,
-    run_at       timestamptz NOT NULL DEFAULT now(),
-    attempts     integer     NOT NULL DEFAULT 0,
-    locked_by    text,
-    locked_until timestamptz
-);
-CREATE INDEX jobs_claim ON {s}.jobs (queue, run_at, id);
-";
-
-/// Lease: the oldest due, unleased (or expired) jobs of the queue.
-const CLAIM: &str = "
-UPDATE {s}.jobs j SET locked_by = $2, locked_until = now() + interval '10 minutes',
-    attempts = j.attempts + 1
-WHERE j.id IN (
-    SELECT id FROM {s}.jobs
-    WHERE queue = $1 AND run_at <= now() AND (locked_until IS NULL OR locked_until < now())
-    ORDER BY run_at, id
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED)
-RETURNING j.id, j.payload";
-
-/// Ack: delete the batch if this worker still holds it.
-const ACK: &str = "DELETE FROM {s}.jobs WHERE id = ANY($1) AND locked_by = $2";
 
 const FILL: &str = "INSERT INTO {s}.jobs (queue, payload) \
     SELECT 'drain', $1::bytea FROM generate_series(1, $2::int)";

@@ -17,6 +17,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod baseline;
+#[path = "../shared/handwritten_sql.rs"]
+mod handwritten_sql;
 #[path = "../horizon/holder.rs"]
 mod holder;
 mod spool;

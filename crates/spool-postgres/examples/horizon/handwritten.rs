@@ -7,37 +7,12 @@
 
 use std::time::Duration;
 
+use crate::handwritten_sql::{ACK, CLAIM, SCHEMA};
 use crate::meter::Run;
 use crate::Options;
 
-const SCHEMA: &str = "
-CREATE TABLE {s}.jobs (
-    id           bigserial   PRIMARY KEY,
-    queue        text        NOT NULL,
-    payload      bytea       NOT NULL,
-    run_at       timestamptz NOT NULL DEFAULT now(),
-    attempts     integer     NOT NULL DEFAULT 0,
-    locked_by    text,
-    locked_until timestamptz
-);
-CREATE INDEX jobs_claim ON {s}.jobs (queue, run_at, id);
-";
-
+const QUEUE: &str = "horizon";
 const ENQUEUE: &str = "INSERT INTO {s}.jobs (queue, payload) VALUES ('horizon', $1)";
-
-/// Lease: the oldest due, unleased (or expired) jobs of the queue.
-const CLAIM: &str = "
-UPDATE {s}.jobs j SET locked_by = $1, locked_until = now() + interval '10 minutes',
-    attempts = j.attempts + 1
-WHERE j.id IN (
-    SELECT id FROM {s}.jobs
-    WHERE queue = 'horizon' AND run_at <= now() AND (locked_until IS NULL OR locked_until < now())
-    ORDER BY run_at, id
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED)
-RETURNING j.id, j.payload";
-
-const ACK: &str = "DELETE FROM {s}.jobs WHERE id = ANY($1) AND locked_by = $2";
 
 async fn session() -> tokio_postgres::Client {
     let c = crate::connect().await;
@@ -83,7 +58,7 @@ pub async fn run(o: &Options) -> Run {
             let ack = c.prepare(&ack).await.unwrap();
             let worker = format!("consumer-{n}");
             while !run.stopped() {
-                let rows = c.query(&claim, &[&worker, &limit]).await.unwrap();
+                let rows = c.query(&claim, &[&QUEUE, &worker, &limit]).await.unwrap();
                 if rows.is_empty() {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     continue;

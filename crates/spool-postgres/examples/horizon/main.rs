@@ -29,6 +29,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod handwritten;
+#[path = "../shared/handwritten_sql.rs"]
+mod handwritten_sql;
 mod holder;
 mod meter;
 mod spool;
