@@ -12,11 +12,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, GenericClient, NoTls};
+use tokio_postgres::{Client, GenericClient};
 
 use crate::config::Schema;
 use crate::migrate;
 use crate::sql::Sql;
+use crate::test_db::{in_fresh_schema, session};
 
 /// Tasks in the table when the statements run: far more than any batch.
 const TASKS: i64 = 20_000;
@@ -28,20 +29,6 @@ const MOST_READ: i64 = 10 * BATCH;
 /// When the expired leases of [`fill`] ended, as SQL and as Unix seconds.
 const EXPIRED_AT: &str = "2026-01-01 00:00:00+00";
 const EXPIRED_AT_UNIX: u64 = 1_767_225_600;
-
-async fn connect() -> Client {
-    let url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
-    let (client, connection) = match tokio_postgres::connect(&url, NoTls).await {
-        Ok(c) => c,
-        Err(e) => panic!(
-            "cannot use PostgreSQL at {url}: {e}\n\
-             Start it, or point DATABASE_URL at a database where this user may create schemas."
-        ),
-    };
-    tokio::spawn(connection);
-    client
-}
 
 /// Inserts `TASKS` tasks numbered from `first`: every tenth leased for an
 /// hour (token = id), every tenth leased with its lease ended at
@@ -100,22 +87,14 @@ async fn measure(
 
 #[tokio::test]
 async fn hot_statements_read_a_batch_when_statistics_say_the_table_is_empty() {
-    let schema = Schema::new(&format!("spool_plans_{:016x}", rand::random::<u64>())).unwrap();
-    // Run apart, so that the schema is dropped whether the checks pass or
-    // panic.
-    let checked = tokio::spawn(check(schema.clone())).await;
-    connect()
-        .await
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", schema.ident()))
-        .await
-        .unwrap();
-    if let Err(e) = checked {
-        std::panic::resume_unwind(e.into_panic());
-    }
+    in_fresh_schema("plans", |name| async move {
+        check(Schema::new(&name).unwrap()).await;
+    })
+    .await;
 }
 
 async fn check(schema: Schema) {
-    let mut client = connect().await;
+    let mut client = session().await;
     let (name, s) = (schema.name().to_string(), schema.ident());
     migrate::run(&mut client, &schema).await.unwrap();
     // As the store's connections run: one generic plan, no JIT, no sorts

@@ -17,12 +17,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod baseline;
+#[path = "../shared/db.rs"]
+mod db;
 #[path = "../shared/handwritten_sql.rs"]
 mod handwritten_sql;
 #[path = "../horizon/holder.rs"]
 mod holder;
 mod spool;
 
+pub(crate) use db::{connect, database_url, fresh_schema};
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
@@ -95,24 +98,6 @@ impl Wal {
             bytes: Wal::now().await.bytes - start.bytes,
         }
     }
-}
-
-pub fn database_url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
-
-pub fn fresh_schema(what: &str) -> String {
-    format!("spool_{what}_{:08x}", rand::random::<u32>())
-}
-
-/// A plain connection for setup and cleanup.
-pub async fn connect() -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(&database_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
 }
 
 pub async fn drop_schema(schema: &str) {

@@ -28,6 +28,8 @@
 //! the local development server).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../shared/db.rs"]
+mod db;
 mod handwritten;
 #[path = "../shared/handwritten_sql.rs"]
 mod handwritten_sql;
@@ -35,6 +37,7 @@ mod holder;
 mod meter;
 mod spool;
 
+pub(crate) use db::{connect, database_url, fresh_schema};
 use std::time::Duration;
 
 use clap::Parser;
@@ -78,25 +81,6 @@ pub struct Options {
     /// Which systems, in order.
     #[arg(long, value_delimiter = ',', default_value = "spool,handwritten")]
     pub systems: Vec<String>,
-}
-
-pub fn database_url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
-
-pub fn fresh_schema(what: &str) -> String {
-    format!("spool_{what}_{:08x}", rand::random::<u32>())
-}
-
-/// A plain connection of its own.
-pub async fn connect() -> tokio_postgres::Client {
-    let url = database_url();
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("cannot use PostgreSQL at {url}: {e}"));
-    tokio::spawn(connection);
-    client
 }
 
 #[tokio::main]

@@ -1,0 +1,23 @@
+//! The benchmark examples' way to the database: `DATABASE_URL` (default:
+//! the local development server), fresh schema names, plain connections.
+
+/// `DATABASE_URL`, or the local development server.
+pub(crate) fn database_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+/// A schema name of its own for one system's run: `spool_<what>_<random>`.
+pub(crate) fn fresh_schema(what: &str) -> String {
+    format!("spool_{what}_{:08x}", rand::random::<u32>())
+}
+
+/// A plain connection of its own, or a panic saying why there is none.
+pub(crate) async fn connect() -> tokio_postgres::Client {
+    let url = database_url();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot use PostgreSQL at {url}: {e}"));
+    tokio::spawn(connection);
+    client
+}
