@@ -15,7 +15,8 @@
 -- it keeps naming the existing task and the input task is a duplicate.
 -- Keys are locked in key order, so concurrent batches cannot deadlock.
 -- Answers one row per input key (key, the task id it names), or a single
--- row of NULLs when no task has a key.
+-- row of NULL keys when no task has a key; each row also carries db_now,
+-- the statement's clock (the run_at of tasks to run now).
 WITH input AS (
     SELECT *
     FROM unnest($3::bigint[], $4::text[], $5::smallint[], $6::timestamptz[], $7::bigint[],
@@ -47,6 +48,6 @@ WITH input AS (
     SELECT pg_notify({channel}, $2)
     WHERE $13::boolean AND EXISTS (SELECT 1 FROM inserted WHERE state = 'ready')
 )
-SELECT t.key, t.task_id
+SELECT t.key, t.task_id, {schema}.now_ms() AS db_now
 FROM (SELECT count(*) FROM woken) w
 LEFT JOIN taken t ON true

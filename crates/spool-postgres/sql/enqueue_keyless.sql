@@ -12,7 +12,8 @@
 -- Inserts nothing when the queue does not exist or a payload is larger
 -- than the queue's max_payload. Answers one row: max_payload (NULL: no
 -- such queue), too_large (the size of the first payload over it, else
--- NULL) and ids (the new tasks' ids in input order, ascending).
+-- NULL), ids (the new tasks' ids in input order, ascending) and db_now
+-- (the statement's clock: the run_at of tasks to run now).
 WITH q AS (
     SELECT id, max_attempts, max_payload FROM {schema}.queues WHERE name = $1
 ), input AS (
@@ -55,4 +56,5 @@ WITH q AS (
 SELECT (SELECT max_payload FROM q) AS max_payload,
        (SELECT size FROM too_large) AS too_large,
        ARRAY(SELECT id FROM ids ORDER BY ord) AS ids,
-       (SELECT count(*) FROM woken) AS woken
+       (SELECT count(*) FROM woken) AS woken,
+       {schema}.now_ms() AS db_now

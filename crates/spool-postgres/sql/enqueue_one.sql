@@ -6,9 +6,10 @@
 -- $5 delay_ms), $6 max_attempts (NULL: the queue's), $7 lease_ms,
 -- $8 payload_json, $9 payload.
 --
--- Answers the new task's id; no row, and nothing written, when the queue
--- does not exist or the payload is larger than its max_payload (the
--- caller then asks enqueue_keyless.sql, which tells which).
+-- Answers the new task's id and the statement's clock (db_now, the run_at
+-- of a task to run now); no row, and nothing written, when the queue does
+-- not exist or the payload is larger than its max_payload (the caller then
+-- asks enqueue_keyless.sql, which tells which).
 INSERT INTO {schema}.tasks
     (id, queue_id, state, priority, run_at, attempt, max_attempts, lease_ms,
      kind, key, payload_json, payload, created_at, updated_at)
@@ -22,4 +23,4 @@ CROSS JOIN LATERAL (
                     {schema}.now_ms() + $5::bigint * interval '1 millisecond') AS run_at
 ) r
 WHERE q.name = $1 AND octet_length($9::bytea) <= q.max_payload
-RETURNING id
+RETURNING id, {schema}.now_ms() AS db_now

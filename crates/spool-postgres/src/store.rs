@@ -191,6 +191,7 @@ impl PgStore {
             NotifyIn::Statement,
         )
         .await
+        .map(|done| done.outcomes)
     }
 
     /// The schema this store keeps its tables in.

@@ -46,9 +46,9 @@ fn claimed_in_order(rows: &[Row]) -> Result<Vec<Task>, StoreError> {
     claimed.into_iter().map(|(_, t)| t.view()).collect()
 }
 
-/// The claim-order key of the last task a claim took, and the claim
-/// statement's clock: what the floor rises by.
-fn last_claimed(rows: &[Row]) -> Result<Option<(Key, SystemTime)>, StoreError> {
+/// The claim-order key of the last task a claim took: what the floor rises
+/// to.
+fn last_claimed(rows: &[Row]) -> Result<Option<Key>, StoreError> {
     let mut last: Option<(i64, &Row)> = None;
     for row in rows {
         if let Some(n) = row.try_get::<_, Option<i64>>("n").map_err(corrupt)? {
@@ -62,8 +62,7 @@ fn last_claimed(rows: &[Row]) -> Result<Option<(Key, SystemTime)>, StoreError> {
     };
     let priority: i16 = row.try_get("priority").map_err(corrupt)?;
     let run_at: SystemTime = row.try_get("run_at").map_err(corrupt)?;
-    let now: SystemTime = row.try_get("db_now").map_err(corrupt)?;
-    Ok(Some(((priority, run_at), now)))
+    Ok(Some((priority, run_at)))
 }
 
 impl Backend {
@@ -133,8 +132,8 @@ impl Backend {
                 return Err(e);
             }
         };
-        if let Some((last, now)) = last_claimed(&rows)? {
-            self.floors.raise(queue, &start, last, now);
+        if let Some(last) = last_claimed(&rows)? {
+            self.floors.raise(queue, &start, last);
         }
         let claimed = claimed_in_order(&rows)?;
         self.claimed_since_vacuum

@@ -210,7 +210,8 @@ impl Backend {
         tx.commit().await.map_err(db)?;
         drop(client);
         self.notify(spec.queue.as_str(), Ready::Anywhere);
-        out.into_iter()
+        out.outcomes
+            .into_iter()
             .next()
             .map(Some)
             .ok_or_else(|| corrupt("the tick's enqueue answered nothing"))

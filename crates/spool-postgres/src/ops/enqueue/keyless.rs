@@ -7,7 +7,7 @@
 use spool_core::{EnqueueOutcome, NewTask, QueueName, StoreError, TaskId};
 
 use super::rows::{Limits, Rows};
-use super::{NotifyIn, Slot};
+use super::{Enqueued, NotifyIn, Slot};
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::sql::Sql;
@@ -21,7 +21,7 @@ pub(super) async fn enqueue_one(
     queue: &QueueName,
     task: &NewTask,
     slots: &[Slot<'_>],
-) -> Result<Option<EnqueueOutcome>, StoreError> {
+) -> Result<Option<Enqueued>, StoreError> {
     let rows = Rows::build(
         std::slice::from_ref(task),
         slots,
@@ -47,7 +47,12 @@ pub(super) async fn enqueue_one(
         .map_err(db)?;
     answer
         .first()
-        .map(|row| created(row.try_get(0).map_err(corrupt)?))
+        .map(|row| {
+            Ok(Enqueued {
+                outcomes: vec![created(row.try_get("id").map_err(corrupt)?)?],
+                at: row.try_get("db_now").map_err(corrupt)?,
+            })
+        })
         .transpose()
 }
 
@@ -60,7 +65,7 @@ pub(super) async fn enqueue_keyless(
     tasks: &[NewTask],
     slots: &[Slot<'_>],
     notify: NotifyIn,
-) -> Result<Option<Vec<EnqueueOutcome>>, StoreError> {
+) -> Result<Option<Enqueued>, StoreError> {
     let rows = Rows::build(tasks, slots, &Limits::IN_STATEMENT, queue.as_str())?;
     let queue_name = queue.as_str();
     let notify_here = notify == NotifyIn::Statement;
@@ -108,10 +113,10 @@ pub(super) async fn enqueue_keyless(
             ids.len()
         )));
     }
-    ids.into_iter()
-        .map(created)
-        .collect::<Result<_, _>>()
-        .map(Some)
+    Ok(Some(Enqueued {
+        outcomes: ids.into_iter().map(created).collect::<Result<_, _>>()?,
+        at: row.try_get("db_now").map_err(corrupt)?,
+    }))
 }
 
 /// The outcome of a task these statements inserted (never a duplicate:

@@ -28,6 +28,7 @@ mod keyless;
 mod rows;
 
 use std::collections::HashMap;
+use std::time::SystemTime;
 
 use spool_core::store::validate_batch;
 use spool_core::task::RunAt;
@@ -48,9 +49,9 @@ impl Backend {
         queue: &QueueName,
         tasks: Vec<NewTask>,
     ) -> Result<Vec<EnqueueOutcome>, StoreError> {
-        let ready = appended(&tasks);
+        let appended = appended(&tasks);
         let client = self.client().await?;
-        let out = enqueue_on(
+        let done = enqueue_on(
             &client,
             &self.sql,
             self.config.strict_queues,
@@ -59,25 +60,30 @@ impl Backend {
             NotifyIn::Later,
         )
         .await?;
-        if out.iter().any(|o| !o.duplicate) {
+        if done.outcomes.iter().any(|o| !o.duplicate) {
+            let ready = appended.map_or(Ready::Anywhere, |p| Ready::Appended((p, done.at)));
             self.notify(queue.as_str(), ready);
         }
-        Ok(out)
+        Ok(done.outcomes)
     }
 }
 
-/// Where new tasks lie in claim order ([`crate::floor`]): tasks to run now
-/// or later are appended (the later ones are announced again when they
-/// fall due); a task with its own `run_at` may lie anywhere.
-fn appended(tasks: &[NewTask]) -> Ready {
+/// The smallest priority of tasks appended to the claim order
+/// ([`crate::floor`]): tasks to run now go in at the statement's clock, and
+/// tasks to run later above it (they are announced again when they fall
+/// due). `None` when a task has its own `run_at`: it may lie anywhere.
+fn appended(tasks: &[NewTask]) -> Option<i16> {
     if tasks.iter().any(|t| matches!(t.run_at, RunAt::At(_))) {
-        return Ready::Anywhere;
+        return None;
     }
-    tasks
-        .iter()
-        .map(|t| t.priority)
-        .min()
-        .map_or(Ready::Anywhere, Ready::Appended)
+    tasks.iter().map(|t| t.priority).min()
+}
+
+/// What an enqueue did: each task's outcome, and the enqueue statement's
+/// clock, which is the `run_at` of its tasks to run now.
+pub(crate) struct Enqueued {
+    pub(crate) outcomes: Vec<EnqueueOutcome>,
+    pub(crate) at: SystemTime,
 }
 
 /// Who tells waiting claimers about the new tasks.
@@ -113,7 +119,7 @@ pub(crate) async fn enqueue_on(
     queue: &QueueName,
     tasks: Vec<NewTask>,
     notify: NotifyIn,
-) -> Result<Vec<EnqueueOutcome>, StoreError> {
+) -> Result<Enqueued, StoreError> {
     validate_batch(&tasks)?;
     let mut first_use: HashMap<&TaskKey, usize> = HashMap::new();
     let mut slots = Vec::with_capacity(tasks.len());
@@ -133,8 +139,8 @@ pub(crate) async fn enqueue_on(
 
     if first_use.is_empty() && notify == NotifyIn::Later {
         if let [task] = tasks.as_slice() {
-            if let Some(out) = enqueue_one(db_, sql, queue, task, &slots).await? {
-                return Ok(vec![out]);
+            if let Some(done) = enqueue_one(db_, sql, queue, task, &slots).await? {
+                return Ok(done);
             }
         }
     }
@@ -169,6 +175,11 @@ pub(crate) async fn enqueue_on(
         )
         .await
         .map_err(db)?;
+    let at = answer
+        .first()
+        .ok_or_else(|| corrupt("enqueue answered no row"))?
+        .try_get("db_now")
+        .map_err(corrupt)?;
     let mut owner: HashMap<String, i64> = HashMap::new();
     for row in &answer {
         let key: Option<String> = row.try_get(0).map_err(corrupt)?;
@@ -206,7 +217,7 @@ pub(crate) async fn enqueue_on(
         };
         out.push(outcome);
     }
-    Ok(out)
+    Ok(Enqueued { outcomes: out, at })
 }
 
 /// Step 1: the queue (created if need be) and `n` fresh ids, ascending.
