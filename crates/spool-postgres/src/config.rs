@@ -36,10 +36,18 @@ pub struct PgConfig {
     pub vacuum_after_claims: u64,
     /// How long a generation of the task table's ring stays current before
     /// the oldest is emptied and truncated (`crate::rotate`). The table
-    /// holds about three intervals' worth of written rows, dead versions
+    /// holds about three generations' worth of written rows, dead versions
     /// included, whether or not a transaction holds the xmin horizon; each
     /// rotation makes every connection plan its statements again.
     pub rotate_interval: Duration,
+    /// How large (bytes, with its indexes) the current generation may grow
+    /// before the ring turns without waiting for `rotate_interval`, though
+    /// never sooner than a second after the last turn. While VACUUM can do
+    /// its work, page pruning keeps a generation small and time turns the
+    /// ring; while a transaction holds the xmin horizon nothing written can
+    /// be freed, and this bounds the table at about three times it (plus
+    /// tasks still queued and parked ones). `u64::MAX` turns by time alone.
+    pub rotate_size: u64,
     /// How old a count of tasks `stats` may answer with. Every node keeps
     /// its count in the database, and any node asking within this time
     /// gets it instead of scanning the task table again. Zero (the
@@ -87,6 +95,7 @@ impl Default for PgConfig {
             claim: ClaimStrategy::SkipLocked,
             vacuum_after_claims: 50_000,
             rotate_interval: Duration::from_secs(5),
+            rotate_size: 2 << 20,
             stats_max_age: Duration::ZERO,
             tls_root_cert: None,
         }

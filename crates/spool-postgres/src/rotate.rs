@@ -11,8 +11,10 @@
 //! So `tasks` is partitioned by `gen` (migration 6): generations 0, 1 and 2
 //! form a ring, 3 holds parked tasks (dead, or scheduled more than a minute
 //! ahead). New tasks go to the current generation. Once the current one
-//! has been current for `PgConfig::rotate_interval`, the generation after
-//! it in the ring (the oldest) is emptied and becomes current:
+//! has been current for `PgConfig::rotate_interval`, or has grown past
+//! `PgConfig::rotate_size` (and been current for [`SOONEST`]), the
+//! generation after it in the ring (the oldest) is emptied and becomes
+//! current:
 //! 1. its tasks are moved to the current generation (or parked) in batches
 //!    of [`MOVE_BATCH`], passing over rows other transactions hold, each
 //!    batch a transaction of its own; when it holds more than
@@ -44,12 +46,21 @@
 //!   (the same tried session advisory lock as [`crate::vacuum`]).
 //!
 //! What bounds the table, then: at most three generations of rows, each
-//! written during one interval (with every dead version in it), plus a
-//! backlog older than that while it drains, plus parked tasks.
+//! written during one interval (with every dead version in it) and none
+//! much larger than `rotate_size`, plus a backlog older than that while it
+//! drains, plus parked tasks. Why a size as well as an interval: with the
+//! horizon free, page pruning reuses the space of dead versions and a
+//! generation stays small for the whole interval; with it held, nothing
+//! is reused and a generation grows by every byte written (about 650 B
+//! per task with a 100-byte payload), so by time alone the table would
+//! hold three intervals of every write. [`CHECK`] is how often the size is
+//! looked at, and so how far past `rotate_size` a generation can grow.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use spool_core::StoreError;
 use tokio_postgres::error::SqlState;
@@ -72,6 +83,13 @@ const BACK_OFF: Duration = Duration::from_secs(1);
 /// empty is not one of the store's own statements: the rotation does not
 /// queue its lock request behind it.
 const LONG_HOLDER: Duration = Duration::from_millis(100);
+/// The soonest a generation grown past `rotate_size` turns after the last
+/// turn (or `rotate_interval`, if shorter): each turn makes every
+/// connection plan its statements again (~1–3 ms each).
+const SOONEST: Duration = Duration::from_secs(1);
+/// How often each process asks whether the ring is due (`rotate_interval`
+/// a quarter at a time, if that is sooner).
+const CHECK: Duration = Duration::from_millis(200);
 
 /// What a try at rotating did.
 #[derive(Debug, PartialEq, Eq)]
@@ -90,11 +108,24 @@ pub(crate) enum Rotation {
 /// Rotates when due, until the store is dropped (the task is aborted then).
 pub(crate) async fn run(backend: Arc<Backend>) {
     let interval = backend.config.rotate_interval;
-    let check = (interval / 4).max(Duration::from_millis(50));
+    let check = (interval / 4).clamp(Duration::from_millis(10), CHECK);
+    let mut vacuumed_at: Option<Instant> = None;
     loop {
         let pause = match backend.rotate().await {
             Ok(Rotation::Busy) => {
                 tracing::debug!("task table rotation: lock not granted in time; retrying");
+                // Transactions that read the table keep the ring from
+                // turning. Those that come and go (reports of seconds)
+                // still let the horizon move: what their snapshots no
+                // longer need, VACUUM frees meanwhile, once an interval.
+                if backend.config.vacuum_after_claims > 0
+                    && vacuumed_at.is_none_or(|at| at.elapsed() >= interval)
+                {
+                    vacuumed_at = Some(Instant::now());
+                    if let Err(e) = backend.vacuum().await {
+                        tracing::warn!(error = %e, "vacuum of the task table failed");
+                    }
+                }
                 BACK_OFF
             }
             Ok(r) => {
@@ -137,9 +168,14 @@ impl Backend {
         client: &mut deadpool_postgres::Client,
         woken: &mut BTreeSet<String>,
     ) -> Result<Rotation, StoreError> {
-        let interval = i64::try_from(self.config.rotate_interval.as_millis()).unwrap_or(i64::MAX);
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let interval = self.config.rotate_interval;
+        let size = i64::try_from(self.config.rotate_size).unwrap_or(i64::MAX);
         let row = client
-            .query_one(&self.sql.rotate_due, &[&interval])
+            .query_one(
+                &self.sql.rotate_due,
+                &[&ms(interval), &size, &ms(SOONEST.min(interval))],
+            )
             .await
             .map_err(db)?;
         let current: i16 = row.try_get("current").map_err(corrupt)?;

@@ -78,7 +78,7 @@ impl Backend {
 
     /// Vacuums the task table unless another process is at it; whether it
     /// did.
-    async fn vacuum(&self) -> Result<bool, StoreError> {
+    pub(crate) async fn vacuum(&self) -> Result<bool, StoreError> {
         let client = self.client().await?;
         if !self.try_upkeep_lock(&client).await? {
             return Ok(false);
