@@ -30,15 +30,12 @@ pub fn truncate_message(message: &str) -> &str {
 
 /// Appends a failure, keeping the last [`MAX_ERRORS`].
 ///
-/// Appending the record that is already last changes nothing, so replaying a
-/// failure twice (log replay over a fuzzy checkpoint) is harmless.
+/// Every call records one: a failure just like the one before it (same
+/// attempt, time and message, as after a retry within the same millisecond)
+/// is a failure too. A store that may apply the same failure twice (the
+/// engine replaying its log over a checkpoint) must tell that apart itself.
 pub fn push_error(errors: &mut Vec<ErrorRecord>, attempt: u32, at: Timestamp, message: &str) {
     let message = truncate_message(message);
-    if let Some(last) = errors.last() {
-        if last.attempt == attempt && last.at == at && last.message == message {
-            return;
-        }
-    }
     errors.push(ErrorRecord {
         attempt,
         at,
@@ -130,15 +127,22 @@ mod tests {
     }
 
     #[test]
-    fn errors_keep_the_last_five_and_ignore_replays() {
+    fn errors_keep_the_last_five() {
         let mut e = Vec::new();
         for a in 1..=7 {
-            push_error(&mut e, a, Timestamp(a as i64), "boom");
             push_error(&mut e, a, Timestamp(a as i64), "boom");
         }
         assert_eq!(e.len(), MAX_ERRORS);
         assert_eq!(e[0].attempt, 3);
         assert_eq!(e[4].attempt, 7);
+    }
+
+    #[test]
+    fn a_failure_like_the_last_one_is_recorded_too() {
+        let mut e = Vec::new();
+        push_error(&mut e, 1, Timestamp(7), "boom");
+        push_error(&mut e, 1, Timestamp(7), "boom");
+        assert_eq!(e.len(), 2);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The engine's log records: every change to state is one [`Op`].
 //!
 //! Ops state absolute values (the new attempt, the new run_at, the lease's
-//! expiry), never deltas, so applying one twice leaves the same state. That
+//! expiry, which of its failures a task records), never deltas, so applying
+//! one twice leaves the same state. That
 //! is what lets a checkpoint be copied while writes continue: replaying the
 //! log from where the copy began re-applies ops the copy may already hold.
 //!
@@ -55,6 +56,12 @@ pub(crate) struct Claimed {
     pub expires_at: Timestamp,
 }
 
+/// A settled task's error field: a failure as Spool wrote it before
+/// failures were numbered (attempt, message), and as it writes it now
+/// (attempt, number, message).
+const ERROR_UNNUMBERED: u8 = 1;
+const ERROR_NUMBERED: u8 = 2;
+
 /// Where a settled task goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Next {
@@ -71,8 +78,22 @@ pub(crate) struct Settlement {
     /// The task's attempt count afterwards.
     pub attempt: u32,
     pub next: Next,
-    /// A failure to record: the attempt that failed and its message.
-    pub error: Option<(u32, String)>,
+    pub error: Option<Failure>,
+}
+
+/// A failure to record in a settled task's errors.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    /// The attempt that failed.
+    pub attempt: u32,
+    /// Which of the task's failures this is, counting from 1: what keeps
+    /// the append absolute. Replaying the op over a checkpoint that already
+    /// holds it finds the task counting this failure already and records
+    /// nothing, while a failure just like the one before (same attempt,
+    /// time and message, after a retry) is still a new one. `None` in
+    /// records written before Spool numbered failures.
+    pub number: Option<u64>,
+    pub message: String,
 }
 
 /// A live payload copied out of a mostly dead segment by compaction.
@@ -445,10 +466,19 @@ impl Op {
                         Next::Dead => codec::put_u8(buf, 1),
                     }
                     match &t.error {
-                        Some((attempt, message)) => {
-                            codec::put_u8(buf, 1);
-                            codec::put_u32(buf, *attempt);
-                            codec::put_str(buf, message);
+                        Some(f) => {
+                            match f.number {
+                                Some(n) => {
+                                    codec::put_u8(buf, ERROR_NUMBERED);
+                                    codec::put_u32(buf, f.attempt);
+                                    codec::put_u64(buf, n);
+                                }
+                                None => {
+                                    codec::put_u8(buf, ERROR_UNNUMBERED);
+                                    codec::put_u32(buf, f.attempt);
+                                }
+                            }
+                            codec::put_str(buf, &f.message);
                         }
                         None => codec::put_u8(buf, 0),
                     }
@@ -570,7 +600,18 @@ impl Op {
                     let at = r.position();
                     let error = match r.u8("error")? {
                         0 => None,
-                        1 => Some((r.u32("error attempt")?, r.str("message")?.to_string())),
+                        tag @ (ERROR_UNNUMBERED | ERROR_NUMBERED) => {
+                            let attempt = r.u32("error attempt")?;
+                            let number = match tag {
+                                ERROR_NUMBERED => Some(r.u64("error number")?),
+                                _ => None,
+                            };
+                            Some(Failure {
+                                attempt,
+                                number,
+                                message: r.str("message")?.to_string(),
+                            })
+                        }
                         _ => return Err(DecodeError { what: "error", at }),
                     };
                     tasks.push(Settlement {
@@ -685,5 +726,65 @@ impl Op {
             });
         }
         Ok(op)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn settle_failure(number: Option<u64>) -> Op {
+        Op::Settle {
+            now: Timestamp(5),
+            tasks: vec![Settlement {
+                id: 9,
+                attempt: 2,
+                next: Next::Dead,
+                error: Some(Failure {
+                    attempt: 2,
+                    number,
+                    message: "boom".into(),
+                }),
+            }],
+        }
+    }
+
+    fn decoded_failure(body: &[u8]) -> Failure {
+        match Op::decode(kind::SETTLE, body, &mut Vec::new()).unwrap() {
+            Op::Settle { mut tasks, .. } => tasks.remove(0).error.unwrap(),
+            other => panic!("decoded {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_failure_keeps_its_number_through_the_log() {
+        let mut body = Vec::new();
+        settle_failure(Some(7)).encode(&mut body, &mut Vec::new());
+        let f = decoded_failure(&body);
+        assert_eq!(
+            (f.attempt, f.number, f.message.as_str()),
+            (2, Some(7), "boom")
+        );
+    }
+
+    #[test]
+    fn a_failure_written_before_numbers_still_reads() {
+        // The settle record as Spool wrote it before failures were numbered.
+        let mut old = Vec::new();
+        put_ts(&mut old, Timestamp(5));
+        codec::put_u32(&mut old, 1);
+        codec::put_u64(&mut old, 9);
+        codec::put_u32(&mut old, 2);
+        codec::put_u8(&mut old, 1);
+        codec::put_u8(&mut old, 1);
+        codec::put_u32(&mut old, 2);
+        codec::put_str(&mut old, "boom");
+        let f = decoded_failure(&old);
+        assert_eq!((f.attempt, f.number, f.message.as_str()), (2, None, "boom"));
+        let mut body = Vec::new();
+        settle_failure(None).encode(&mut body, &mut Vec::new());
+        assert_eq!(body, old);
     }
 }

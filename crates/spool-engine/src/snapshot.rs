@@ -30,6 +30,13 @@ const TASK: u8 = 7;
 /// How many payloads were written in a segment that live tasks still use.
 const SEGMENT: u8 = 8;
 
+/// What follows a task item's fixed fields: nothing; its extra fields as
+/// Spool wrote them before it counted failures; its extra fields and the
+/// count of its failures.
+const NO_EXTRA: u8 = 0;
+const EXTRA_UNNUMBERED: u8 = 1;
+const EXTRA: u8 = 2;
+
 /// Writes items into chunks, defining each queue and kind once, before
 /// the first item that refers to it.
 #[derive(Debug, Default)]
@@ -81,10 +88,10 @@ impl SnapshotEncoder {
         codec::put_u64(buf, at.seq);
         codec::put_u64(buf, at.offset);
         let Some(x) = x else {
-            codec::put_u8(buf, 0);
+            codec::put_u8(buf, NO_EXTRA);
             return;
         };
-        codec::put_u8(buf, 1);
+        codec::put_u8(buf, EXTRA);
         ops::put_ts(buf, x.updated_at);
         ops::put_opt_u64(buf, x.lease_ms);
         codec::put_str(buf, x.key.as_ref().map_or("", |k| k.as_str()));
@@ -103,6 +110,7 @@ impl SnapshotEncoder {
             ops::put_ts(buf, err.at);
             codec::put_str(buf, &err.message);
         }
+        codec::put_u64(buf, x.failures);
     }
 
     /// The last items, after every task: tables added meanwhile, the
@@ -249,8 +257,9 @@ fn load_entry(
     let offset = r.u64("payload offset")?;
     let extra_at = r.position();
     let extra = match r.u8("extra")? {
-        0 => None,
-        1 => Some(load_extra(r, at)?),
+        NO_EXTRA => None,
+        EXTRA_UNNUMBERED => Some(load_extra(r, at, false)?),
+        EXTRA => Some(load_extra(r, at, true)?),
         _ => {
             return Err(DecodeError {
                 what: "extra",
@@ -287,7 +296,7 @@ fn load_entry(
     Ok(())
 }
 
-fn load_extra(r: &mut Reader<'_>, at: usize) -> Result<Extra, DecodeError> {
+fn load_extra(r: &mut Reader<'_>, at: usize, numbered: bool) -> Result<Extra, DecodeError> {
     let updated_at = ops::ts(r, "updated_at")?;
     let lease_ms = ops::read_opt_u64(r, "lease_ms")?;
     let key = r.str("key")?;
@@ -320,11 +329,90 @@ fn load_extra(r: &mut Reader<'_>, at: usize) -> Result<Extra, DecodeError> {
             message: r.str("error message")?.to_string(),
         });
     }
+    // Before failures were numbered, the count was not kept: the errors
+    // held are the least it can be, and numbers only need to grow from it.
+    let failures = if numbered {
+        r.u64("failures")?
+    } else {
+        errors.len() as u64
+    };
     Ok(Extra {
         updated_at,
         key,
         lease_ms,
         lease,
         errors,
+        failures,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use spool_core::Payload;
+
+    use super::*;
+    use crate::ops::{NewEntry, Op};
+
+    const ID: u64 = 1;
+
+    /// A snapshot of one task that has failed `failures` times and holds
+    /// the last two of them, and where the task's item starts in it.
+    fn snapshot(failures: u64) -> (Vec<u8>, usize) {
+        let mut state = State::new();
+        let enqueue = Op::Enqueue {
+            now: Timestamp(1),
+            queue: QueueName::new("q").unwrap(),
+            tasks: vec![NewEntry {
+                id: ID,
+                kind: Kind::new("k").unwrap(),
+                payload: Payload::binary(vec![1]),
+                priority: 0,
+                run_at: Timestamp(1),
+                key: None,
+                max_attempts: 10,
+                lease_ms: None,
+            }],
+        };
+        state.apply(&enqueue, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);
+        let x = state.tasks.extra_mut(ID).unwrap();
+        for attempt in [1, 2] {
+            spool_core::transition::push_error(&mut x.errors, attempt, Timestamp(2), "boom");
+        }
+        x.failures = failures;
+        let mut buf = Vec::new();
+        let mut encoder = SnapshotEncoder::default();
+        encoder.header(&state, Timestamp(2), &mut buf);
+        let (e, x) = (state.tasks.get(ID).unwrap(), state.tasks.extra(ID));
+        let task = buf.len();
+        SnapshotEncoder::entry(ID, e, x, &mut buf);
+        (buf, task)
+    }
+
+    fn load(buf: &[u8]) -> Extra {
+        let mut state = State::new();
+        load_chunk(&mut state, buf, &mut Timestamp(0)).unwrap();
+        state.tasks.extra(ID).unwrap().clone()
+    }
+
+    #[test]
+    fn a_task_keeps_its_count_of_failures() {
+        let x = load(&snapshot(9).0);
+        assert_eq!((x.errors.len(), x.failures), (2, 9));
+    }
+
+    #[test]
+    fn a_task_from_before_failures_were_counted_still_loads() {
+        // As Spool wrote the task before: extra tag 1, no count at the end.
+        let (mut buf, task) = snapshot(9);
+        // Tag, id, queue, kind, priority, state, format, attempt,
+        // max_attempts, run_at, created_at, payload segment and offset.
+        let extra_tag = task + 1 + 8 + 4 + 4 + 2 + 1 + 1 + 4 + 4 + 8 + 8 + 8 + 8;
+        assert_eq!(buf[extra_tag], EXTRA);
+        buf[extra_tag] = EXTRA_UNNUMBERED;
+        buf.truncate(buf.len() - 8);
+        let x = load(&buf);
+        assert_eq!((x.errors.len(), x.failures), (2, 2));
+    }
 }

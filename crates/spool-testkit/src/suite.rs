@@ -105,6 +105,8 @@ macro_rules! __with_cases {
             retry_makes_dead_task_ready
             retry_of_task_that_is_not_dead_is_bad_request
             retry_dead_revives_every_dead_task_of_the_queue
+            revived_tasks_are_claimed_in_priority_run_at_id_order
+            a_failure_like_the_one_before_it_is_recorded
             list_filters_by_state
             list_orders_by_id_and_by_attempts
             list_pages_return_every_task_once

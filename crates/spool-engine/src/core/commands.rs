@@ -20,7 +20,7 @@ use spool_core::{
 
 use super::waiters::{ClaimReply, Waiter};
 use super::Core;
-use crate::ops::{Claimed, NewEntry, Next, Op, Settlement};
+use crate::ops::{Claimed, Failure, NewEntry, Next, Op, Settlement};
 use crate::state::TaskView;
 
 /// Tasks per settle record when many change at once.
@@ -237,6 +237,16 @@ impl Core {
         }
     }
 
+    /// Task `id`'s next failure, numbered after those it has recorded.
+    fn failure(&self, id: u64, attempt: u32, message: String) -> Failure {
+        let recorded = self.state.tasks.extra(id).map_or(0, |x| x.failures);
+        Failure {
+            attempt,
+            number: Some(recorded + 1),
+            message,
+        }
+    }
+
     fn settle_one(&mut self, s: Settlement) {
         let now = self.now();
         self.commit(Op::Settle {
@@ -324,11 +334,12 @@ impl Core {
         let delay = backoff::delay(attempt, settings.backoff_base, settings.backoff_max);
         let next = after_failure(attempt, max_attempts, req.discard, req.retry_at, now, delay);
         let message = transition::truncate_message(&req.message).to_string();
+        let error = self.failure(id.0, attempt, message);
         self.settle_one(Settlement {
             id: id.0,
             attempt,
             next: next_of(next),
-            error: Some((attempt, message)),
+            error: Some(error),
         });
         self.view_or_missing(id.0)
     }
@@ -566,7 +577,7 @@ impl Core {
                     id,
                     attempt: e.attempt,
                     next: next_of(after_lease_expiry(e.attempt, e.max_attempts, expired_at)),
-                    error: Some((e.attempt, LEASE_EXPIRED.to_string())),
+                    error: Some(self.failure(id, e.attempt, LEASE_EXPIRED.to_string())),
                 }
             })
             .collect();

@@ -8,11 +8,11 @@
 //! the caller from the batch's placement (live) or the record's position
 //! (replay).
 
-use spool_core::transition::push_error;
+use spool_core::transition::{push_error, truncate_message};
 use spool_core::{Kind, PayloadFormat, QueueName, QueueSettings, Schedule, TaskState, Timestamp};
 
 use super::{flag, Entry, Extra, LeaseSlot, PayloadRef, State};
-use crate::ops::{NewEntry, Next, Op};
+use crate::ops::{Failure, NewEntry, Next, Op};
 
 impl State {
     pub(crate) fn apply(&mut self, op: &Op, payloads: &[PayloadRef]) {
@@ -36,8 +36,8 @@ impl State {
                     self.change(s.id, *now, |e, x| {
                         e.attempt = s.attempt;
                         x.lease = None;
-                        if let Some((attempt, message)) = &s.error {
-                            push_error(&mut x.errors, *attempt, *now, message);
+                        if let Some(f) = &s.error {
+                            record_failure(x, f, *now);
                         }
                         match s.next {
                             Next::Waiting(at) => {
@@ -219,9 +219,149 @@ impl State {
     }
 }
 
+/// Adds a failure to the task's errors unless the task has it already: the
+/// op may be replayed over a checkpoint copied after it was applied.
+fn record_failure(x: &mut Extra, f: &Failure, now: Timestamp) {
+    match f.number {
+        Some(n) if n <= x.failures => return,
+        Some(n) => x.failures = n,
+        // Written before failures were numbered: a failure equal to the
+        // last one recorded is taken for a replay of it, as Spool did then.
+        None => {
+            let replayed = x.errors.last().is_some_and(|last| {
+                last.attempt == f.attempt
+                    && last.at == now
+                    && last.message == truncate_message(&f.message)
+            });
+            if replayed {
+                return;
+            }
+            x.failures += 1;
+        }
+    }
+    push_error(&mut x.errors, f.attempt, now, &f.message);
+}
+
 fn set_format(e: &mut Entry, format: PayloadFormat) {
     match format {
         PayloadFormat::Json => e.flags |= flag::JSON,
         PayloadFormat::Binary => e.flags &= !flag::JSON,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use spool_core::Payload;
+    use spool_wal::LogPos;
+
+    use super::*;
+    use crate::ops::{Claimed, Settlement};
+
+    const T: Timestamp = Timestamp(1_000);
+    const ID: u64 = 1;
+
+    fn enqueued() -> State {
+        let mut state = State::new();
+        let op = Op::Enqueue {
+            now: T,
+            queue: QueueName::new("q").unwrap(),
+            tasks: vec![NewEntry {
+                id: ID,
+                kind: Kind::new("k").unwrap(),
+                payload: Payload::binary(vec![1]),
+                priority: 0,
+                run_at: T,
+                key: None,
+                max_attempts: 10,
+                lease_ms: None,
+            }],
+        };
+        state.apply(&op, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);
+        state
+    }
+
+    fn claim(token: u64) -> Op {
+        Op::Claim {
+            now: T,
+            owner: Arc::from("w"),
+            tasks: vec![Claimed {
+                id: ID,
+                attempt: 1,
+                token,
+                expires_at: Timestamp(T.0 + 100),
+            }],
+        }
+    }
+
+    /// A failure of attempt 1, at T, "boom": after a retry, the next one
+    /// looks just the same.
+    fn fail(number: Option<u64>) -> Op {
+        Op::Settle {
+            now: T,
+            tasks: vec![Settlement {
+                id: ID,
+                attempt: 1,
+                next: Next::Dead,
+                error: Some(Failure {
+                    attempt: 1,
+                    number,
+                    message: "boom".into(),
+                }),
+            }],
+        }
+    }
+
+    fn retry() -> Op {
+        Op::Settle {
+            now: T,
+            tasks: vec![Settlement {
+                id: ID,
+                attempt: 0,
+                next: Next::Waiting(T),
+                error: None,
+            }],
+        }
+    }
+
+    fn recorded(state: &State) -> (usize, u64) {
+        let x = state.tasks.extra(ID).unwrap();
+        (x.errors.len(), x.failures)
+    }
+
+    #[test]
+    fn equal_failures_are_recorded_and_a_replay_of_them_is_not() {
+        let ops = [claim(1), fail(Some(1)), retry(), claim(2), fail(Some(2))];
+        let mut state = enqueued();
+        for op in &ops {
+            state.apply(op, &[]);
+        }
+        assert_eq!(recorded(&state), (2, 2));
+        // Replaying them all, as recovery does over a checkpoint copied
+        // after they were applied, records nothing more.
+        for op in &ops {
+            state.apply(op, &[]);
+        }
+        assert_eq!(recorded(&state), (2, 2));
+        state.apply(&retry(), &[]);
+        state.apply(&claim(3), &[]);
+        state.apply(&fail(Some(3)), &[]);
+        assert_eq!(recorded(&state), (3, 3));
+    }
+
+    #[test]
+    fn unnumbered_failures_from_older_logs_still_load() {
+        let mut state = enqueued();
+        for op in [claim(1), fail(None), fail(None), claim(2)] {
+            state.apply(&op, &[]);
+        }
+        // As Spool read them when it wrote them: an equal failure right
+        // after another is the same one.
+        assert_eq!(recorded(&state), (1, 1));
+        state.apply(&fail(Some(2)), &[]);
+        assert_eq!(recorded(&state), (2, 2));
     }
 }

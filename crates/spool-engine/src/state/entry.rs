@@ -114,7 +114,11 @@ pub(crate) struct Extra {
     pub key: Option<TaskKey>,
     pub lease_ms: Option<u64>,
     pub lease: Option<LeaseSlot>,
+    /// The last failures (at most five).
     pub errors: Vec<ErrorRecord>,
+    /// How many failures the task has recorded, ever: the number of the
+    /// last (see [`crate::ops::Failure`]).
+    pub failures: u64,
 }
 
 impl Extra {
@@ -125,6 +129,7 @@ impl Extra {
             lease_ms: None,
             lease: None,
             errors: Vec::new(),
+            failures: 0,
         }
     }
 }
