@@ -89,7 +89,7 @@ const LONG_HOLDER: Duration = Duration::from_millis(100);
 const SOONEST: Duration = Duration::from_secs(1);
 /// How often each process asks whether the ring is due (`rotate_interval`
 /// a quarter at a time, if that is sooner).
-const CHECK: Duration = Duration::from_millis(200);
+const CHECK: Duration = Duration::from_millis(100);
 
 /// What a try at rotating did.
 #[derive(Debug, PartialEq, Eq)]

@@ -12,7 +12,8 @@
 //!   notification announced waits at most that, plus a claim);
 //! - claims read about the tasks they take, not the history: entries of
 //!   `tasks_ready` read per task claimed, counted by PostgreSQL, stay under
-//!   200 (walking from the front read thousands per task within seconds);
+//!   50 (walking from the front read thousands per task within seconds,
+//!   floors kept 250 ms behind the clock 69–78; exact floors read 8–10);
 //! - under the writing transaction, the task table's size (every
 //!   partition, with its indexes) stops growing: at the end of the hold it
 //!   is at most 1.5 times what it was a third of the way in. The rotation
@@ -48,7 +49,7 @@ const EVERY: Duration = Duration::from_millis(10);
 const CONSUMERS: usize = 4;
 const P99_BOUND: Duration = Duration::from_millis(500);
 const MAX_BOUND: Duration = Duration::from_secs(7);
-const MOST_ENTRIES_PER_TASK: i64 = 200;
+const MOST_ENTRIES_PER_TASK: i64 = 50;
 /// How often the ring rotates in this test.
 const ROTATE_EVERY: Duration = Duration::from_secs(2);
 /// Most the table may grow from a third of the way into the hold to its

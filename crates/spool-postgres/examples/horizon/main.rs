@@ -78,6 +78,9 @@ pub struct Options {
     /// Spool's `rotate_interval`, ms (its default when absent).
     #[arg(long)]
     pub rotate_ms: Option<u64>,
+    /// Spool's `rotate_size`, bytes (its default when absent).
+    #[arg(long)]
+    pub rotate_size: Option<u64>,
     /// Which systems, in order.
     #[arg(long, value_delimiter = ',', default_value = "spool,handwritten")]
     pub systems: Vec<String>,

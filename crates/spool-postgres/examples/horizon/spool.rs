@@ -21,6 +21,9 @@ pub async fn run(o: &Options) -> Run {
     if let Some(ms) = o.rotate_ms {
         config.rotate_interval = Duration::from_millis(ms);
     }
+    if let Some(bytes) = o.rotate_size {
+        config.rotate_size = bytes;
+    }
     let store = Arc::new(
         PgStore::connect(&crate::database_url(), config)
             .await
