@@ -43,6 +43,8 @@ impl RemoteStoreBuilder {
         self
     }
 
+    /// The store, with the one pooled client its clones share; connections
+    /// open on first use, so an unreachable server fails the first call.
     pub fn build(self) -> Result<RemoteStore, ClientError> {
         let base = self.base.trim_end_matches('/').to_string();
         let url = reqwest::Url::parse(&base).map_err(|e| ClientError::BadUrl {

@@ -17,19 +17,28 @@ use spool_core::{QueueName, StoreError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
+    /// The base URL does not parse, or its scheme is not http or https.
     #[error("invalid base URL {url:?}: {reason}")]
-    BadUrl { url: String, reason: String },
+    BadUrl {
+        /// The base URL as given, without a trailing `/`.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The token holds characters an HTTP header cannot carry.
     #[error("invalid token: {0}")]
     BadToken(String),
+    /// A root certificate is not a PEM certificate.
     #[error("invalid root certificate: {0}")]
     BadCertificate(String),
+    /// The HTTP client refused its configuration (its TLS setup, say).
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
 }
 
 /// The error object of an error answer.
 #[derive(Debug, Deserialize)]
-pub struct ErrorDetail {
+pub(crate) struct ErrorDetail {
     pub code: String,
     pub message: String,
 }
@@ -41,7 +50,7 @@ struct ErrorBody {
 
 /// What a `not_found` means for the call that got it.
 #[derive(Clone, Copy, Debug)]
-pub enum Target<'a> {
+pub(crate) enum Target<'a> {
     /// A task-level call: the task is gone.
     Task,
     /// A queue-level call: the queue does not exist.
@@ -49,7 +58,7 @@ pub enum Target<'a> {
 }
 
 /// The `StoreError` for an error code and message.
-pub fn from_code(code: &str, message: String, target: Target<'_>) -> StoreError {
+pub(crate) fn from_code(code: &str, message: String, target: Target<'_>) -> StoreError {
     match code {
         "not_found" => match target {
             Target::Queue(q) => StoreError::QueueNotFound(q.clone()),
@@ -108,7 +117,7 @@ fn transport(e: reqwest::Error) -> StoreError {
 
 /// The HTTP side of a remote store.
 #[derive(Clone, Debug)]
-pub struct Http {
+pub(crate) struct Http {
     client: reqwest::Client,
     /// The base URL without a trailing slash.
     base: String,
@@ -116,7 +125,7 @@ pub struct Http {
 }
 
 impl Http {
-    pub fn new(client: reqwest::Client, base: String, timeout: Duration) -> Self {
+    pub(crate) fn new(client: reqwest::Client, base: String, timeout: Duration) -> Self {
         Http {
             client,
             base,
@@ -126,14 +135,18 @@ impl Http {
 
     /// A request to `path` (already encoded, starting with `/`), bounded by
     /// the request timeout plus `extra` (a long poll's wait).
-    pub fn request(&self, method: Method, path: &str, extra: Duration) -> RequestBuilder {
+    pub(crate) fn request(&self, method: Method, path: &str, extra: Duration) -> RequestBuilder {
         self.client
             .request(method, format!("{}{path}", self.base))
             .timeout(self.timeout.saturating_add(extra))
     }
 
     /// Sends and returns the body of a success; maps every failure.
-    pub async fn send(&self, req: RequestBuilder, target: Target<'_>) -> Result<Bytes, StoreError> {
+    pub(crate) async fn send(
+        &self,
+        req: RequestBuilder,
+        target: Target<'_>,
+    ) -> Result<Bytes, StoreError> {
         let res = req.send().await.map_err(transport)?;
         let status = res.status();
         let body = res.bytes().await.map_err(transport)?;
@@ -146,14 +159,14 @@ impl Http {
 }
 
 /// Parses a success body, borrowing raw payloads from it.
-pub fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, StoreError> {
+pub(crate) fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, StoreError> {
     serde_json::from_slice(body)
         .map_err(|e| StoreError::Internal(format!("the server sent an unreadable answer: {e}")))
 }
 
 /// Percent-encodes one path segment: everything but the unreserved
 /// characters. (`.` and `..` cannot be sent at all; see `ref_path`.)
-pub fn segment(s: &str) -> String {
+pub(crate) fn segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         let keep = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'~' | b':' | b'.');

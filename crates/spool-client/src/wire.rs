@@ -21,14 +21,14 @@ use spool_core::{
 
 use spool_core::rfc3339;
 // Defined once for client and server: the settings shapes and `*_ms`.
-pub use spool_core::wire::{ms, SettingsBody, SettingsJson};
+pub(crate) use spool_core::wire::{ms, SettingsBody, SettingsJson};
 
 fn bad_answer(what: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!("the server sent an invalid answer: {what}"))
 }
 
 /// A timestamp for a request; out-of-range times are the caller's mistake.
-pub fn time_out(field: &str, t: Timestamp) -> Result<String, StoreError> {
+pub(crate) fn time_out(field: &str, t: Timestamp) -> Result<String, StoreError> {
     rfc3339::format(t)
         .map_err(|_| StoreError::bad_request(format!("{field} is outside the years 0000-9999")))
 }
@@ -39,13 +39,13 @@ pub(crate) fn time_in(field: &str, s: &str) -> Result<Timestamp, StoreError> {
 
 /// The two payload fields of a request.
 #[derive(Debug, Default)]
-pub struct PayloadOut<'a> {
+pub(crate) struct PayloadOut<'a> {
     pub payload: Option<&'a RawValue>,
     pub payload_base64: Option<String>,
 }
 
 /// JSON payloads go as themselves, bytes as base64.
-pub fn payload_out(p: &Payload) -> Result<PayloadOut<'_>, StoreError> {
+pub(crate) fn payload_out(p: &Payload) -> Result<PayloadOut<'_>, StoreError> {
     match p.format {
         PayloadFormat::Json => {
             let raw: &RawValue = serde_json::from_slice(&p.bytes)
@@ -64,7 +64,7 @@ pub fn payload_out(p: &Payload) -> Result<PayloadOut<'_>, StoreError> {
 
 /// One task of an enqueue request.
 #[derive(Debug, Serialize)]
-pub struct EnqueueItem<'a> {
+pub(crate) struct EnqueueItem<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -85,7 +85,7 @@ pub struct EnqueueItem<'a> {
 }
 
 impl<'a> EnqueueItem<'a> {
-    pub fn new(t: &'a NewTask) -> Result<Self, StoreError> {
+    pub(crate) fn new(t: &'a NewTask) -> Result<Self, StoreError> {
         let (run_at, delay_ms) = match t.run_at {
             RunAt::Now => (None, None),
             RunAt::At(at) => (Some(time_out("run_at", at)?), None),
@@ -108,13 +108,13 @@ impl<'a> EnqueueItem<'a> {
 
 /// `{"tasks": [...]}`: always the batch form, even for one task.
 #[derive(Debug, Serialize)]
-pub struct EnqueueBatch<'a> {
+pub(crate) struct EnqueueBatch<'a> {
     pub tasks: Vec<EnqueueItem<'a>>,
 }
 
 /// The body of an update.
 #[derive(Debug, Serialize)]
-pub struct PatchOut<'a> {
+pub(crate) struct PatchOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -126,13 +126,13 @@ pub struct PatchOut<'a> {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct Enqueued {
+pub(crate) struct Enqueued {
     pub id: u64,
     pub duplicate: bool,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct EnqueuedList {
+pub(crate) struct EnqueuedList {
     pub tasks: Vec<Enqueued>,
 }
 
@@ -152,7 +152,7 @@ struct ErrorIn {
 
 /// `deserialize_with` for `payload`: a present `null` is the JSON value
 /// null (a payload), not an absent field.
-pub fn present_raw<'de, D: serde::Deserializer<'de>>(
+pub(crate) fn present_raw<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
@@ -160,7 +160,7 @@ pub fn present_raw<'de, D: serde::Deserializer<'de>>(
 
 /// A task as the server sends it; the payload is kept as raw JSON text.
 #[derive(Debug, Deserialize)]
-pub struct TaskIn<'a> {
+pub(crate) struct TaskIn<'a> {
     id: u64,
     queue: String,
     kind: String,
@@ -183,7 +183,7 @@ pub struct TaskIn<'a> {
 impl TaskIn<'_> {
     /// The task; `known_token` fills in the lease token the server leaves
     /// out of every answer but a claim's (the caller sent it, so knows it).
-    pub fn into_task(self, known_token: Option<LeaseToken>) -> Result<Task, StoreError> {
+    pub(crate) fn into_task(self, known_token: Option<LeaseToken>) -> Result<Task, StoreError> {
         let payload = match (self.payload, self.payload_base64) {
             (Some(raw), None) => Payload::json(raw.get().as_bytes().to_vec()),
             (None, Some(b64)) => Payload::binary(STANDARD.decode(b64).map_err(bad_answer)?),
@@ -238,13 +238,13 @@ impl TaskIn<'_> {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct TasksIn<'a> {
+pub(crate) struct TasksIn<'a> {
     #[serde(borrow)]
     pub tasks: Vec<TaskIn<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct PageIn<'a> {
+pub(crate) struct PageIn<'a> {
     #[serde(borrow)]
     pub tasks: Vec<TaskIn<'a>>,
     pub next_cursor: Option<String>,
@@ -270,7 +270,7 @@ impl From<CountsIn> for StateCounts {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct QueueIn {
+pub(crate) struct QueueIn {
     name: String,
     paused: bool,
     counts: CountsIn,
@@ -279,12 +279,12 @@ pub struct QueueIn {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct QueuesIn {
+pub(crate) struct QueuesIn {
     pub queues: Vec<QueueIn>,
 }
 
 impl QueueIn {
-    pub fn into_stats(self) -> Result<QueueStats, StoreError> {
+    pub(crate) fn into_stats(self) -> Result<QueueStats, StoreError> {
         let kinds = self
             .kinds
             .into_iter()
@@ -301,28 +301,28 @@ impl QueueIn {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct AckResultIn {
+pub(crate) struct AckResultIn {
     pub status: u16,
     pub error: Option<crate::http::ErrorDetail>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct AckResultsIn {
+pub(crate) struct AckResultsIn {
     pub results: Vec<AckResultIn>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct RetriedIn {
+pub(crate) struct RetriedIn {
     pub retried: u64,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct TimeIn {
+pub(crate) struct TimeIn {
     pub now: String,
 }
 
 impl TimeIn {
-    pub fn into_timestamp(self) -> Result<Timestamp, StoreError> {
+    pub(crate) fn into_timestamp(self) -> Result<Timestamp, StoreError> {
         time_in("now", &self.now)
     }
 }

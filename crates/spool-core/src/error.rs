@@ -23,8 +23,14 @@ pub enum StoreError {
     /// The request is malformed or out of range.
     #[error("{0}")]
     BadRequest(String),
+    /// The payload is larger than the queue's `max_payload`; sizes in bytes.
     #[error("payload of {size} bytes exceeds the queue's max_payload of {max} bytes")]
-    PayloadTooLarge { size: u64, max: u64 },
+    PayloadTooLarge {
+        /// The payload's size.
+        size: u64,
+        /// The queue's `max_payload` at the time.
+        max: u64,
+    },
     /// The store cannot serve now (down, stopped after an I/O failure, shut down).
     #[error("store unavailable: {0}")]
     Unavailable(String),
@@ -47,6 +53,7 @@ impl StoreError {
         }
     }
 
+    /// A [`StoreError::BadRequest`] whose message tells the caller what to fix.
     pub fn bad_request(message: impl Into<String>) -> Self {
         StoreError::BadRequest(message.into())
     }

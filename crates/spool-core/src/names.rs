@@ -13,14 +13,25 @@ use serde::{Deserialize, Serialize};
 /// Why a name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
+    /// Empty, or longer than the most allowed.
     #[error("{what} must be 1 to {max} characters long, got {len}")]
     Length {
+        /// What was being named: `queue name`, `kind` or `key`.
         what: &'static str,
+        /// The most allowed: 128 for names, 256 for keys.
         max: usize,
+        /// The length found: in characters for names, in bytes for keys.
         len: usize,
     },
+    /// A character outside `[A-Za-z0-9._:-]`.
     #[error("{what} may contain only A-Z a-z 0-9 . _ : - (found {found:?})")]
-    Charset { what: &'static str, found: char },
+    Charset {
+        /// What was being named: `queue name` or `kind`.
+        what: &'static str,
+        /// The first character outside the charset.
+        found: char,
+    },
+    /// `.` or `..`, which HTTP clients would resolve away as path segments.
     #[error("{0:?} is reserved")]
     Reserved(String),
 }
@@ -61,6 +72,7 @@ macro_rules! string_newtype {
         }
 
         impl $name {
+            /// The text, valid by construction.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -115,6 +127,8 @@ string_newtype!(
 );
 
 impl QueueName {
+    /// Checks a queue name: 1–128 characters of `[A-Za-z0-9._:-]`, neither
+    /// `.` nor `..`.
     pub fn new(s: impl Into<String>) -> Result<Self, NameError> {
         let s = s.into();
         check_charset("queue name", &s)?;
@@ -126,6 +140,7 @@ impl QueueName {
 }
 
 impl Kind {
+    /// Checks a kind: 1–128 characters of `[A-Za-z0-9._:-]`.
     pub fn new(s: impl Into<String>) -> Result<Self, NameError> {
         let s = s.into();
         check_charset("kind", &s)?;

@@ -18,8 +18,10 @@ pub const MIN_MILLIS: i64 = -62_167_219_200_000;
 /// Why a timestamp could not be read or written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TimeError {
+    /// The text is not an RFC 3339 timestamp; it carries the text.
     #[error("{0:?} is not an RFC 3339 timestamp (e.g. 2026-11-21T23:59:00.123Z)")]
     Parse(String),
+    /// A time, in milliseconds since the epoch, outside 0000–9999.
     #[error("timestamp {0} ms is outside the years 0000-9999")]
     OutOfRange(i64),
 }

@@ -27,7 +27,12 @@ pub enum Cadence {
     Every(Duration),
     /// A cron expression (5 fields, 6 with seconds first, or a macro such
     /// as `@daily`; see `crontab`) in `tz` (an IANA name) or UTC.
-    Cron { expr: String, tz: Option<String> },
+    Cron {
+        /// The expression, in crontab's form.
+        expr: String,
+        /// An IANA time zone such as `Europe/Berlin`; UTC when `None`.
+        tz: Option<String>,
+    },
 }
 
 /// A parsed cadence, ready to compute ticks.
@@ -117,10 +122,15 @@ fn next_tick(ticker: &Ticker, t: Timestamp) -> Option<Timestamp> {
 pub struct ScheduleSpec {
     /// Same charset as queue names.
     pub name: Kind,
+    /// Where each tick's task goes; made with the defaults on the first tick
+    /// unless queues are strict.
     pub queue: QueueName,
     /// Defaults to the queue's name.
     pub kind: Option<Kind>,
+    /// Every tick's task carries it; held against the queue's `max_payload`
+    /// when the schedule is put.
     pub payload: Payload,
+    /// When it ticks.
     pub cadence: Cadence,
     /// The lease of each tick's task: a run still going then is cut off.
     /// Defaults to the period.
@@ -128,6 +138,8 @@ pub struct ScheduleSpec {
 }
 
 impl ScheduleSpec {
+    /// What a store refuses with `bad_request` before storing anything: a
+    /// cadence that cannot tick, or a zero deadline.
     pub fn validate(&self) -> Result<(), StoreError> {
         self.cadence.validate()?;
         if self.deadline.is_some_and(|d| d.is_zero()) {
@@ -147,9 +159,12 @@ impl ScheduleSpec {
 /// A stored schedule and its firing state.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Schedule {
+    /// What was last put under this name.
     pub spec: ScheduleSpec,
     /// The latest tick fired by any process.
     pub last_fire_at: Option<Timestamp>,
+    /// When the name was first put, by the store's clock; replacing keeps it,
+    /// and no tick at or before it fires.
     pub created_at: Timestamp,
 }
 

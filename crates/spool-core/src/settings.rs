@@ -20,7 +20,10 @@ pub struct QueueSettings {
     pub lease: Duration,
     /// Attempts before a task goes dead (for tasks that do not set their own).
     pub max_attempts: u32,
+    /// The delay after a first failed attempt; it doubles with each further
+    /// failure up to `backoff_max` (docs/spec.md §3). At most `backoff_max`.
     pub backoff_base: Duration,
+    /// The cap on a retry's delay before jitter, which may add up to a tenth.
     pub backoff_max: Duration,
     /// How long a completed or cancelled task's key still deduplicates.
     pub dedup_window: Duration,
@@ -72,12 +75,20 @@ impl QueueSettings {
 /// creates). [`From<QueueSettings>`] gives a change naming every field.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct QueueChange {
+    /// A new [`QueueSettings::lease`].
     pub lease: Option<Duration>,
+    /// A new [`QueueSettings::max_attempts`]; tasks already enqueued keep
+    /// theirs.
     pub max_attempts: Option<u32>,
+    /// A new [`QueueSettings::backoff_base`].
     pub backoff_base: Option<Duration>,
+    /// A new [`QueueSettings::backoff_max`].
     pub backoff_max: Option<Duration>,
+    /// A new [`QueueSettings::dedup_window`].
     pub dedup_window: Option<Duration>,
+    /// A new [`QueueSettings::max_payload`]; tasks already enqueued stay.
     pub max_payload: Option<u64>,
+    /// Pauses (`true`) or resumes (`false`) the queue.
     pub paused: Option<bool>,
 }
 

@@ -47,6 +47,7 @@ pub const MAX_WORKER_ID: usize = 256;
 /// The result of enqueueing one task.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct EnqueueOutcome {
+    /// The task created, or the existing task its key matched.
     pub id: TaskId,
     /// True when the key matched a live or recently completed task: nothing
     /// was created and `id` is that task's.
@@ -56,8 +57,11 @@ pub struct EnqueueOutcome {
 /// A request for up to `max` ready tasks.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ClaimRequest {
+    /// The queue to claim from; a paused or unknown one yields nothing.
     pub queue: QueueName,
+    /// Who claims: 1 to [`MAX_WORKER_ID`] bytes, recorded as the lease's owner.
     pub worker: String,
+    /// At most this many tasks, 1 to [`MAX_CLAIM`].
     pub max: u32,
     /// Defaults to the queue's lease; a task's own `lease_ms` wins.
     pub lease: Option<Duration>,
@@ -66,6 +70,8 @@ pub struct ClaimRequest {
 }
 
 impl ClaimRequest {
+    /// One task from `queue` for `worker`, on the queue's lease, without
+    /// waiting.
     pub fn new(queue: QueueName, worker: impl Into<String>) -> Self {
         ClaimRequest {
             queue,
@@ -76,16 +82,21 @@ impl ClaimRequest {
         }
     }
 
+    /// Takes up to `max` tasks (1 to [`MAX_CLAIM`]).
     pub fn max(mut self, max: u32) -> Self {
         self.max = max;
         self
     }
 
+    /// Asks for this lease instead of the queue's; a task's own `lease_ms`
+    /// still wins.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = Some(lease);
         self
     }
 
+    /// Long-polls for up to `wait` (at most [`MAX_WAIT`]) when nothing is
+    /// ready.
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = wait;
         self
@@ -116,6 +127,8 @@ impl ClaimRequest {
 /// How a failed attempt is recorded.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct FailRequest {
+    /// Recorded in the task's errors, cut to
+    /// [`MAX_ERROR_MESSAGE`](crate::transition::MAX_ERROR_MESSAGE) bytes.
     pub message: String,
     /// Retry at this time instead of after the backoff.
     pub retry_at: Option<Timestamp>,
@@ -124,6 +137,8 @@ pub struct FailRequest {
 }
 
 impl FailRequest {
+    /// A failure with `message`, retried after the queue's backoff while
+    /// attempts remain.
     pub fn new(message: impl Into<String>) -> Self {
         FailRequest {
             message: message.into(),
@@ -135,7 +150,9 @@ impl FailRequest {
 /// A live task, addressed by its id or by its queue and idempotency key.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum TaskRef {
+    /// By the id the store assigned.
     Id(TaskId),
+    /// By the idempotency key the producer chose, unique in its queue.
     Key(QueueName, TaskKey),
 }
 
@@ -148,8 +165,12 @@ impl From<TaskId> for TaskRef {
 /// Fields an `update` may change (only while the task is not leased).
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct TaskPatch {
+    /// A new payload, held against the queue's `max_payload`.
     pub payload: Option<Payload>,
+    /// A new time to run: the task becomes scheduled or ready accordingly (a
+    /// dead task stays dead).
     pub run_at: Option<Timestamp>,
+    /// A new priority; lower runs first.
     pub priority: Option<i16>,
 }
 
@@ -166,15 +187,20 @@ pub enum ListOrder {
 /// One page of a queue's tasks.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ListRequest {
+    /// The queue to list; an unknown one lists nothing.
     pub queue: QueueName,
+    /// Only tasks in this state; every state when `None`.
     pub state: Option<TaskState>,
+    /// The order of the tasks, across pages too.
     pub order: ListOrder,
+    /// At most this many tasks on the page, 1 to [`MAX_LIST_LIMIT`].
     pub limit: usize,
     /// Opaque, from the previous page's `next_cursor`.
     pub cursor: Option<String>,
 }
 
 impl ListRequest {
+    /// The first page of 100 of every task of `queue`, by id.
     pub fn new(queue: QueueName) -> Self {
         ListRequest {
             queue,
@@ -185,6 +211,8 @@ impl ListRequest {
         }
     }
 
+    /// Refuses a `limit` outside 1 to [`MAX_LIST_LIMIT`] rather than clamping
+    /// it.
     pub fn validate(&self) -> Result<(), StoreError> {
         if self.limit == 0 || self.limit > MAX_LIST_LIMIT {
             return Err(StoreError::bad_request(format!(
@@ -198,20 +226,27 @@ impl ListRequest {
 /// A page of tasks and where the next page starts.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct TaskPage {
+    /// At most the request's `limit` tasks, in its order.
     pub tasks: Vec<Task>,
+    /// The `cursor` of the next page; `None` on the last one.
     pub next_cursor: Option<String>,
 }
 
 /// Task counts per state.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct StateCounts {
+    /// Tasks whose `run_at` is still ahead.
     pub scheduled: u64,
+    /// Tasks claimable now.
     pub ready: u64,
+    /// Tasks under a lease that has not expired.
     pub leased: u64,
+    /// Tasks out of attempts or discarded.
     pub dead: u64,
 }
 
 impl StateCounts {
+    /// The count of tasks in state `s`.
     pub fn get(&self, s: TaskState) -> u64 {
         match s {
             TaskState::Scheduled => self.scheduled,
@@ -221,6 +256,7 @@ impl StateCounts {
         }
     }
 
+    /// The counter of state `s`, for tallying tasks one at a time.
     pub fn slot(&mut self, s: TaskState) -> &mut u64 {
         match s {
             TaskState::Scheduled => &mut self.scheduled,
@@ -230,6 +266,7 @@ impl StateCounts {
         }
     }
 
+    /// Every task counted, whatever its state.
     pub fn total(&self) -> u64 {
         self.scheduled + self.ready + self.leased + self.dead
     }
@@ -241,9 +278,14 @@ pub type KindCounts = BTreeMap<Kind, StateCounts>;
 /// What `stats` reports for one queue.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct QueueStats {
+    /// The queue these figures are for.
     pub name: QueueName,
+    /// Whether the queue hands out nothing for now.
     pub paused: bool,
+    /// The queue's tasks per state, as derived from the store's clock.
     pub counts: StateCounts,
+    /// The same counts split by kind; a kind with no task left may appear
+    /// with zeros or not at all.
     pub kinds: KindCounts,
     /// How long the longest-waiting ready task has been claimable.
     pub oldest_ready_age: Option<Duration>,
@@ -311,6 +353,7 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes a task in any state.
     async fn cancel(&self, task: TaskRef) -> Result<(), StoreError>;
 
+    /// The task as it is now; `not_found` once it is completed or cancelled.
     async fn get(&self, task: TaskRef) -> Result<Task, StoreError>;
 
     /// A dead task becomes ready with `attempt = 0`.
@@ -319,6 +362,7 @@ pub trait Store: Send + Sync + 'static {
     /// Every dead task of the queue becomes ready; returns how many.
     async fn retry_dead(&self, queue: &QueueName) -> Result<u64, StoreError>;
 
+    /// One page of a queue's tasks; follow `next_cursor` for the rest.
     async fn list(&self, req: ListRequest) -> Result<TaskPage, StoreError>;
 
     /// Every queue, by name.
@@ -336,8 +380,11 @@ pub trait Store: Send + Sync + 'static {
         change: QueueChange,
     ) -> Result<QueueSettings, StoreError>;
 
+    /// The queue's settings; `not_found` for a queue nobody created.
     async fn get_queue(&self, queue: &QueueName) -> Result<QueueSettings, StoreError>;
 
+    /// Pauses or resumes the queue; `not_found` for a queue nobody created.
+    /// A paused queue hands out nothing; everything else still works on it.
     async fn set_paused(&self, queue: &QueueName, paused: bool) -> Result<(), StoreError>;
 
     /// The store's clock: the only clock tasks are judged by.

@@ -70,6 +70,7 @@ pub enum TaskState {
 }
 
 impl TaskState {
+    /// Every state, in the order of [`TaskState::index`].
     pub const ALL: [TaskState; 4] = [
         TaskState::Scheduled,
         TaskState::Ready,
@@ -77,6 +78,7 @@ impl TaskState {
         TaskState::Dead,
     ];
 
+    /// The snake_case name JSON and the CLI use; [`FromStr`] parses it back.
     pub fn as_str(self) -> &'static str {
         match self {
             TaskState::Scheduled => "scheduled",
@@ -113,16 +115,28 @@ impl FromStr for TaskState {
 /// Exclusive, time-limited ownership of a claimed task.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Lease {
+    /// The worker id the claim named (1–256 bytes).
     pub owner: String,
+    /// What ack, fail, release, snooze and extend must present; fresh on
+    /// every claim.
     pub token: LeaseToken,
+    /// When the lease runs out, by the store's clock: from then on the task
+    /// is ready again, or dead when it is out of attempts.
     pub expires_at: Timestamp,
 }
 
 /// One recorded failure.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ErrorRecord {
+    /// The attempt that failed: the task's `attempt` when it failed.
     pub attempt: u32,
+    /// When the failure was recorded, by the store's clock.
     pub at: Timestamp,
+    /// What went wrong, cut to [`MAX_ERROR_MESSAGE`] bytes on a character
+    /// boundary; [`LEASE_EXPIRED`] for a lease that ran out.
+    ///
+    /// [`MAX_ERROR_MESSAGE`]: crate::transition::MAX_ERROR_MESSAGE
+    /// [`LEASE_EXPIRED`]: crate::transition::LEASE_EXPIRED
     pub message: String,
 }
 
@@ -139,11 +153,15 @@ pub enum PayloadFormat {
 /// A task's payload: opaque bytes plus the format they were given in.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Payload {
+    /// How the bytes were given, so they come back the same way.
     pub format: PayloadFormat,
+    /// The payload itself, opaque to Spool; at most the queue's
+    /// `max_payload` bytes.
     pub bytes: Bytes,
 }
 
 impl Payload {
+    /// Opaque bytes, handed back as bytes.
     pub fn binary(bytes: impl Into<Bytes>) -> Self {
         Payload {
             format: PayloadFormat::Binary,
@@ -159,10 +177,12 @@ impl Payload {
         }
     }
 
+    /// The size in bytes, the figure held against the queue's `max_payload`.
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
 
+    /// Whether the payload has no bytes at all (a task may carry none).
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
@@ -171,31 +191,49 @@ impl Payload {
 /// A task as a store reports it.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Task {
+    /// Assigned by the store at enqueue; increasing in enqueue order.
     pub id: TaskId,
+    /// The queue it was enqueued to; a task never changes queues.
     pub queue: QueueName,
+    /// Which handler runs it: the queue's name unless the producer chose one.
     pub kind: Kind,
+    /// What the handler gets, in the format it was given in.
     pub payload: Payload,
+    /// Lower runs first: claims take tasks in (priority, run_at, id) order.
     pub priority: i16,
+    /// Not claimable before this time, by the store's clock; after a failure,
+    /// when the retry is due.
     pub run_at: Timestamp,
+    /// The idempotency key, unique in the queue while the task lives and for
+    /// the queue's dedup window after (docs/spec.md §3.1).
     pub key: Option<TaskKey>,
     /// How many times it has been claimed.
     pub attempt: u32,
+    /// When this attempt fails or its lease runs out, the task is dead; fixed
+    /// at enqueue, from the task or else its queue.
     pub max_attempts: u32,
     /// The task's own lease (time-to-run); wins over what a claim asks.
     pub lease_ms: Option<u64>,
+    /// The state when the store answered, derived from its clock: an expired
+    /// lease already shows as ready or dead.
     pub state: TaskState,
+    /// Who holds the task and until when; `Some` only while it is leased.
     pub lease: Option<Lease>,
     /// The last failures, oldest first (at most [`crate::transition::MAX_ERRORS`]).
     pub errors: Vec<ErrorRecord>,
+    /// When it was enqueued, by the store's clock.
     pub created_at: Timestamp,
+    /// When a store last changed it, by the store's clock.
     pub updated_at: Timestamp,
 }
 
 /// When a new task becomes claimable.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum RunAt {
+    /// Claimable at once: the store's clock at enqueue.
     #[default]
     Now,
+    /// Claimable from this time; a time already past means at once.
     At(Timestamp),
     /// Relative to the store's clock at enqueue.
     After(Duration),
@@ -206,16 +244,24 @@ pub enum RunAt {
 pub struct NewTask {
     /// Defaults to the queue's name.
     pub kind: Option<Kind>,
+    /// What the handler gets; at most the queue's `max_payload` bytes.
     pub payload: Payload,
+    /// Lower runs first; 0 unless set.
     pub priority: i16,
+    /// When the task becomes claimable; now unless set.
     pub run_at: RunAt,
+    /// An idempotency key: while a task with it lives in the queue, or within
+    /// the dedup window after, the enqueue creates nothing (docs/spec.md §3.1).
     pub key: Option<TaskKey>,
     /// Defaults to the queue's `max_attempts`.
     pub max_attempts: Option<u32>,
+    /// The task's own lease in milliseconds (at least 1), which wins over
+    /// what every claim asks; unset, the claim or the queue decides.
     pub lease_ms: Option<u64>,
 }
 
 impl NewTask {
+    /// A task carrying `payload`, every other field at its default.
     pub fn new(payload: Payload) -> Self {
         NewTask {
             payload,
@@ -223,36 +269,45 @@ impl NewTask {
         }
     }
 
+    /// Sets the handler name; without it, the queue's name.
     pub fn kind(mut self, kind: Kind) -> Self {
         self.kind = Some(kind);
         self
     }
 
+    /// Sets the priority; lower runs first.
     pub fn priority(mut self, priority: i16) -> Self {
         self.priority = priority;
         self
     }
 
+    /// Makes the task claimable from `at`, by the store's clock.
     pub fn run_at(mut self, at: Timestamp) -> Self {
         self.run_at = RunAt::At(at);
         self
     }
 
+    /// Makes the task claimable `d` after the store's clock at enqueue.
     pub fn delay(mut self, d: Duration) -> Self {
         self.run_at = RunAt::After(d);
         self
     }
 
+    /// Sets an idempotency key (docs/spec.md §3.1).
     pub fn key(mut self, key: TaskKey) -> Self {
         self.key = Some(key);
         self
     }
 
+    /// Sets how many attempts the task gets before a failure makes it dead;
+    /// 0 is refused by [`NewTask::validate`].
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.max_attempts = Some(n);
         self
     }
 
+    /// Gives the task its own lease, in milliseconds, which wins over what
+    /// claims ask; 0 is refused by [`NewTask::validate`].
     pub fn lease_ms(mut self, ms: u64) -> Self {
         self.lease_ms = Some(ms);
         self

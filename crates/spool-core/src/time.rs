@@ -17,10 +17,13 @@ impl Timestamp {
     /// The earliest representable instant; sorts before every real time.
     pub const MIN: Timestamp = Timestamp(i64::MIN);
 
+    /// The instant `ms` milliseconds after the Unix epoch (before it, when
+    /// negative).
     pub fn from_millis(ms: i64) -> Self {
         Timestamp(ms)
     }
 
+    /// Milliseconds since the Unix epoch; negative before it.
     pub fn as_millis(self) -> i64 {
         self.0
     }
@@ -55,6 +58,8 @@ pub fn duration_millis(d: Duration) -> i64 {
 
 /// A source of the store's current time.
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// The current time. Not necessarily monotonic: a wall clock can be set
+    /// back.
     fn now(&self) -> Timestamp;
 }
 
@@ -78,6 +83,7 @@ pub struct ManualClock {
 }
 
 impl ManualClock {
+    /// A clock standing at `start` until it is moved.
     pub fn new(start: Timestamp) -> Self {
         ManualClock {
             now: AtomicI64::new(start.0),
@@ -89,10 +95,12 @@ impl ManualClock {
         Self::new(SystemClock.now())
     }
 
+    /// Moves the clock forward by `d`, cut to whole milliseconds.
     pub fn advance(&self, d: Duration) {
         self.now.fetch_add(duration_millis(d), Ordering::SeqCst);
     }
 
+    /// Puts the clock at `t`, which may be in its past.
     pub fn set(&self, t: Timestamp) {
         self.now.store(t.0, Ordering::SeqCst);
     }

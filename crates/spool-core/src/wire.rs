@@ -23,12 +23,20 @@ pub fn ms(d: Duration) -> u64 {
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SettingsJson {
+    /// The lease of claims that ask for none, for tasks without their own.
     pub lease_ms: u64,
+    /// Attempts before a task goes dead; copied into each task at enqueue
+    /// unless it sets its own.
     pub max_attempts: u32,
+    /// The retry delay after a first failure; it doubles with each further one.
     pub backoff_base_ms: u64,
+    /// The cap on a retry delay, before a jitter of up to a tenth.
     pub backoff_max_ms: u64,
+    /// How long a completed or cancelled task's key still deduplicates.
     pub dedup_window_ms: u64,
+    /// Largest payload accepted, in bytes.
     pub max_payload: u64,
+    /// A paused queue hands out nothing; enqueues, acks and the rest still work.
     pub paused: bool,
 }
 
@@ -66,19 +74,26 @@ impl From<SettingsJson> for QueueSettings {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SettingsBody {
+    /// The lease of claims that ask for none; at least 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_ms: Option<u64>,
+    /// At least 1; tasks already enqueued keep theirs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<u32>,
+    /// The retry delay after a first failure; at most the resulting
+    /// `backoff_max_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backoff_base_ms: Option<u64>,
+    /// The cap on a retry delay, before a jitter of up to a tenth.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backoff_max_ms: Option<u64>,
+    /// How long a completed or cancelled task's key still deduplicates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dedup_window_ms: Option<u64>,
     /// Bytes, at most 67108864 (64 MiB).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_payload: Option<u64>,
+    /// Pauses (`true`) or resumes (`false`) the queue.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paused: Option<bool>,
 }

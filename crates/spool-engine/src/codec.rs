@@ -10,7 +10,10 @@ use bytes::Bytes;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("undecodable {what} at byte {at}")]
 pub struct DecodeError {
+    /// The field that did not decode, such as `payload format`.
     pub what: &'static str,
+    /// Where that field starts, in bytes from the start of the record body or
+    /// chunk.
     pub at: usize,
 }
 

@@ -25,6 +25,7 @@ pub struct EngineConfig {
     /// After a failed checkpoint the next one waits this long, doubling
     /// with each failure in a row up to `checkpoint_backoff_max`.
     pub checkpoint_backoff_min: Duration,
+    /// The longest wait between checkpoint attempts while they keep failing.
     pub checkpoint_backoff_max: Duration,
     /// What to do on damage to acknowledged data: refuse to start (Strict),
     /// or drop everything from the damage on (Force).
@@ -34,6 +35,9 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// The defaults for the data directory `dir`: the system clock, real
+    /// files, 64 MiB segments, a checkpoint every 512 MiB of log, strict
+    /// recovery.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         EngineConfig {
             dir: dir.into(),

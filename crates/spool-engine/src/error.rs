@@ -2,6 +2,8 @@
 
 use spool_wal::WalError;
 
+/// Why [`Engine::open`](crate::Engine::open) failed, each with a stable
+/// [`code`](EngineError::code).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
@@ -11,7 +13,13 @@ pub enum EngineError {
     /// A record or checkpoint passed its CRC but does not decode: written by
     /// an incompatible version, or a bug.
     #[error("cannot apply {what}: {reason}")]
-    Decode { what: &'static str, reason: String },
+    Decode {
+        /// What could not be applied, such as `checkpoint`.
+        what: &'static str,
+        /// The decoder's account of it, with the byte offset.
+        reason: String,
+    },
+    /// The operating system would not start the engine's core thread.
     #[error("cannot start the engine thread: {0}")]
     Thread(#[source] std::io::Error),
 }

@@ -23,17 +23,17 @@ use crate::codec::{self, DecodeError, Reader};
 
 /// Record kinds in the log (0 is the log's own batch marker).
 pub(crate) mod kind {
-    pub const ENQUEUE: u8 = 1;
-    pub const CLAIM: u8 = 2;
-    pub const SETTLE: u8 = 3;
-    pub const EXTEND: u8 = 4;
-    pub const UPDATE: u8 = 5;
-    pub const DELETE: u8 = 6;
-    pub const PUT_QUEUE: u8 = 7;
-    pub const PUT_SCHEDULE: u8 = 8;
-    pub const DELETE_SCHEDULE: u8 = 9;
-    pub const FIRE: u8 = 10;
-    pub const MOVE: u8 = 11;
+    pub(crate) const ENQUEUE: u8 = 1;
+    pub(crate) const CLAIM: u8 = 2;
+    pub(crate) const SETTLE: u8 = 3;
+    pub(crate) const EXTEND: u8 = 4;
+    pub(crate) const UPDATE: u8 = 5;
+    pub(crate) const DELETE: u8 = 6;
+    pub(crate) const PUT_QUEUE: u8 = 7;
+    pub(crate) const PUT_SCHEDULE: u8 = 8;
+    pub(crate) const DELETE_SCHEDULE: u8 = 9;
+    pub(crate) const FIRE: u8 = 10;
+    pub(crate) const MOVE: u8 = 11;
 }
 
 #[derive(Debug, Clone)]

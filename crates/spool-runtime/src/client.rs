@@ -33,6 +33,7 @@ pub struct EnqueueOptions {
 }
 
 impl EnqueueOptions {
+    /// Run now, priority 0, no key, the queue's attempts and lease.
     pub fn new() -> Self {
         Self::default()
     }
@@ -96,10 +97,12 @@ fn one(mut outcomes: Vec<EnqueueOutcome>) -> Result<EnqueueOutcome, EnqueueError
 }
 
 impl Client {
+    /// A client that enqueues into `store`.
     pub fn new(store: Arc<dyn Store>) -> Self {
         Client { store }
     }
 
+    /// The store it enqueues into, for what the typed calls do not cover.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
@@ -142,6 +145,7 @@ impl Client {
         Ok(self.store.set_paused(&QueueName::new(queue)?, true).await?)
     }
 
+    /// Lets a paused queue hand out tasks again.
     pub async fn resume(&self, queue: &str) -> Result<(), EnqueueError> {
         Ok(self
             .store
@@ -159,6 +163,7 @@ impl Client {
         Ok(self.store.put_schedule(spec).await?)
     }
 
+    /// Every schedule of the store, by name, with its firing state.
     pub async fn schedules(&self) -> Result<Vec<Schedule>, EnqueueError> {
         Ok(self.store.list_schedules().await?)
     }

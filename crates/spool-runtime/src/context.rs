@@ -116,14 +116,17 @@ impl Context {
         }
     }
 
+    /// The task's id in the store.
     pub fn id(&self) -> TaskId {
         self.inner.task.id
     }
 
+    /// The queue the task was claimed from.
     pub fn queue(&self) -> &QueueName {
         &self.inner.task.queue
     }
 
+    /// The kind that chose this handler.
     pub fn kind(&self) -> &Kind {
         &self.inner.task.kind
     }
@@ -133,10 +136,14 @@ impl Context {
         self.inner.task.attempt
     }
 
+    /// The task's own limit: when this attempt fails, the task is dead
+    /// (a handler's [`crate::RetryPolicy`] may stop sooner).
     pub fn max_attempts(&self) -> u32 {
         self.inner.task.max_attempts
     }
 
+    /// The idempotency key it was enqueued with, if any: a handy key for the
+    /// run's own side effects.
     pub fn key(&self) -> Option<&TaskKey> {
         self.inner.task.key.as_ref()
     }

@@ -68,10 +68,13 @@ impl TaskError {
         }
     }
 
+    /// Whether the task goes dead at once, attempts left or not.
     pub fn is_permanent(&self) -> bool {
         matches!(self.action, Action::Permanent(_))
     }
 
+    /// Whether this is a snooze: given back for later, the attempt not
+    /// counted.
     pub fn is_snooze(&self) -> bool {
         matches!(self.action, Action::Snooze(_))
     }
@@ -143,16 +146,32 @@ pub enum EnqueueError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartError {
+    /// A job's `QUEUE` or `KIND`, or a configured queue, is not a valid name.
     #[error(transparent)]
     Name(#[from] NameError),
+    /// Two handlers for one kind of one queue: which should run is unclear.
     #[error("kind {kind} of queue {queue} is registered twice")]
-    DuplicateKind { queue: QueueName, kind: Kind },
+    DuplicateKind {
+        /// The queue both handlers were registered on.
+        queue: QueueName,
+        /// The kind both claim.
+        kind: Kind,
+    },
+    /// A queue's settings cannot work (no concurrency, a zero lease, ...).
     #[error("queue {queue}: {reason}")]
-    BadConfig { queue: QueueName, reason: String },
+    BadConfig {
+        /// The queue whose [`crate::QueueConfig`] was refused.
+        queue: QueueName,
+        /// Which setting is out of range.
+        reason: String,
+    },
+    /// The worker id is empty or longer than 256 bytes.
     #[error("the worker id must be 1 to 256 bytes")]
     BadWorkerId,
+    /// A worker with no handler would claim nothing.
     #[error("no handler is registered: a worker needs at least one")]
     NoHandlers,
+    /// `start` was called outside a Tokio runtime, which must run the loops.
     #[error("start must be called from within a Tokio runtime")]
     NoRuntime,
 }

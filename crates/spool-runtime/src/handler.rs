@@ -67,7 +67,12 @@ pub enum Backoff {
     #[default]
     Queue,
     /// `min(base * 2^(attempt-1), max)`, ±10% jitter.
-    Exponential { base: Duration, max: Duration },
+    Exponential {
+        /// The delay after the first failed attempt.
+        base: Duration,
+        /// The longest delay before jitter.
+        max: Duration,
+    },
     /// Always the same delay.
     Fixed(Duration),
 }
@@ -78,20 +83,26 @@ pub struct RetryPolicy {
     /// Dead after this many attempts, if fewer than the task's own
     /// `max_attempts`.
     pub max_attempts: Option<u32>,
+    /// When a failed task runs again; default the queue's backoff.
     pub backoff: Backoff,
 }
 
 impl RetryPolicy {
+    /// Dead after attempt `n` fails, if that comes before the task's own
+    /// `max_attempts`.
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.max_attempts = Some(n);
         self
     }
 
+    /// Retries after `base`, doubling per failed attempt up to `max`, with
+    /// ±10% jitter.
     pub fn exponential(mut self, base: Duration, max: Duration) -> Self {
         self.backoff = Backoff::Exponential { base, max };
         self
     }
 
+    /// Retries after `delay` every time.
     pub fn fixed(mut self, delay: Duration) -> Self {
         self.backoff = Backoff::Fixed(delay);
         self

@@ -66,6 +66,8 @@ impl Drop for SchedulerHandle {
 }
 
 impl Scheduler {
+    /// A scheduler that fires the schedules of `store`, rereading them every
+    /// second; start it with [`Scheduler::start`].
     pub fn new(store: Arc<dyn Store>) -> Self {
         Scheduler {
             store,

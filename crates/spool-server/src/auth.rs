@@ -22,12 +22,12 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The one path that answers without a token: liveness probes carry none.
-pub const OPEN_PATH: &str = "/healthz";
+pub(crate) const OPEN_PATH: &str = "/healthz";
 
 /// Who a request is. The middleware puts one in the extensions of every
 /// request it lets through (but `/healthz`'s, which needs none).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Principal {
+pub(crate) enum Principal {
     /// No token is configured: everyone may read and act.
     Open,
     /// A valid bearer token.
@@ -41,7 +41,7 @@ pub enum Principal {
 
 /// What a [`SessionCheck`] decides about a request.
 #[derive(Debug)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// Let it through as this principal.
     Admitted(Principal),
     /// Answer this instead (a redirect to a login form, say).
@@ -53,11 +53,11 @@ pub enum Admission {
 /// The second way in, given by the router: asked, under the configured
 /// token, about every request that has no valid bearer header. A plain
 /// function, so it holds no state of its own.
-pub type SessionCheck = fn(token: &str, req: &Request) -> Admission;
+pub(crate) type SessionCheck = fn(token: &str, req: &Request) -> Admission;
 
 /// Runs `next` unless the request lacks the configured bearer token and
 /// `sessions` does not admit it; called by [`crate::limits::gate`].
-pub async fn require_token(
+pub(crate) async fn require_token(
     state: &AppState,
     sessions: SessionCheck,
     mut req: Request,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default largest request body: 16 MiB (`--max-body`).
-pub const DEFAULT_MAX_BODY: usize = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// How the server protects itself and its store.
 #[derive(Clone, Debug)]
@@ -69,6 +69,8 @@ impl Default for ServerConfig {
 /// A certificate chain and its private key, both PEM files.
 #[derive(Clone, Debug)]
 pub struct TlsConfig {
+    /// The server's certificate first, then any intermediates.
     pub cert: PathBuf,
+    /// The private key of the first certificate.
     pub key: PathBuf,
 }

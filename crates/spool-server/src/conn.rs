@@ -20,13 +20,13 @@ use tokio::time::Instant;
 /// Requests in progress on one connection, and when the last one started
 /// or ended.
 #[derive(Debug)]
-pub struct Activity {
+pub(crate) struct Activity {
     in_flight: AtomicUsize,
     last: Mutex<Instant>,
 }
 
 impl Activity {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Activity {
             in_flight: AtomicUsize::new(0),
             last: Mutex::new(Instant::now()),
@@ -52,7 +52,7 @@ impl Activity {
 
 /// A hyper service that records requests in [`Activity`].
 #[derive(Debug, Clone)]
-pub struct Tracked<S> {
+pub(crate) struct Tracked<S> {
     pub inner: S,
     pub activity: Arc<Activity>,
 }
@@ -91,7 +91,7 @@ where
 
 /// Serves `conn` to its end, closing it gracefully (`close`) once `stop`
 /// turns true or it has been idle for `idle`.
-pub async fn serve<C: Future>(
+pub(crate) async fn serve<C: Future>(
     conn: C,
     close: impl FnOnce(Pin<&mut C>),
     activity: &Activity,

@@ -23,36 +23,60 @@ pub enum ApiError {
     /// The store did not answer in time.
     #[error("the store did not answer within {0:?}")]
     StoreTimeout(std::time::Duration),
+    /// No bearer token (or session) where one is required, or a wrong one:
+    /// 401.
     #[error("missing or invalid bearer token")]
     Unauthorized,
+    /// No route has this path (cut to 200 characters): 404.
     #[error("no route for {0}")]
     NoRoute(String),
+    /// The path exists, but not for this method: 405.
     #[error("method {method} is not allowed on {path}")]
-    MethodNotAllowed { method: String, path: String },
+    MethodNotAllowed {
+        /// The method the request used.
+        method: String,
+        /// The request's path, cut to 200 characters.
+        path: String,
+    },
+    /// The body is not JSON by its `Content-Type`: 415.
     #[error("{0}")]
     UnsupportedMediaType(String),
     /// The request body is larger than the server accepts.
     #[error("request body exceeds the limit of {0} bytes")]
     BodyTooLarge(usize),
+    /// Every request slot is taken ([`ServerConfig::concurrency_limit`]):
+    /// 429, answered at once rather than queued.
+    ///
+    /// [`ServerConfig::concurrency_limit`]: crate::ServerConfig::concurrency_limit
     #[error("too many requests in progress; retry later")]
     Overloaded,
+    /// The request outlasted [`ServerConfig::request_timeout`](crate::ServerConfig::request_timeout),
+    /// body upload included: 408.
     #[error("the request took longer than {0:?}")]
     RequestTimeout(std::time::Duration),
+    /// More header fields, or more header bytes, than the limits allow: 431.
     #[error("the request head is too large ({count} fields, {bytes} bytes)")]
-    HeadersTooLarge { count: usize, bytes: usize },
+    HeadersTooLarge {
+        /// Header fields in the request.
+        count: usize,
+        /// Bytes of the path, query and header fields.
+        bytes: usize,
+    },
+    /// A request a browser was made to send (cross-site, or to a host name
+    /// without a token): 403.
     #[error("{0}")]
     Forbidden(String),
 }
 
 /// The error object of every error answer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 /// A stable machine-readable code and a human-readable message.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorDetail {
+pub(crate) struct ErrorDetail {
     /// One of `bad_request`, `unauthorized`, `not_found`, `method_not_allowed`,
     /// `request_timeout`, `lease_lost`, `lease_held`, `payload_too_large`,
     /// `unsupported_media_type`, `overloaded`, `headers_too_large`,
@@ -63,6 +87,7 @@ pub struct ErrorDetail {
 }
 
 impl ApiError {
+    /// A 400 `bad_request` whose message tells the client what to fix.
     pub fn bad_request(message: impl Into<String>) -> Self {
         ApiError::Store(StoreError::BadRequest(message.into()))
     }

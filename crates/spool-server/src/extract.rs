@@ -17,11 +17,11 @@ use crate::error::ApiError;
 
 /// A request body that claims to be JSON, read whole (up to the body limit).
 #[derive(Debug)]
-pub struct JsonBody(pub Bytes);
+pub(crate) struct JsonBody(pub Bytes);
 
 impl JsonBody {
     /// Parses the body, borrowing strings and raw payloads from it.
-    pub fn parse<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ApiError> {
+    pub(crate) fn parse<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ApiError> {
         serde_json::from_slice(&self.0)
             .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
     }
@@ -29,7 +29,7 @@ impl JsonBody {
 
 /// A JSON body parsed into an owned value.
 #[derive(Debug)]
-pub struct ApiJson<T>(pub T);
+pub(crate) struct ApiJson<T>(pub T);
 
 /// Whether a Content-Type names JSON: `application/json` or
 /// `application/*+json`, any parameters.
@@ -89,7 +89,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 /// Path parameters, validated by their types' `Deserialize` (queue names,
 /// keys and ids check themselves).
 #[derive(Debug)]
-pub struct ApiPath<T>(pub T);
+pub(crate) struct ApiPath<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
@@ -104,7 +104,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
 
 /// Query parameters.
 #[derive(Debug)]
-pub struct ApiQuery<T>(pub T);
+pub(crate) struct ApiQuery<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;

@@ -24,7 +24,7 @@ use crate::state::AppState;
 
 /// The body limit in force, so a 413 can say what it is.
 #[derive(Clone, Copy, Debug)]
-pub struct BodyLimit(pub usize);
+pub(crate) struct BodyLimit(pub usize);
 
 /// Refuses a body whose declared length is over the limit before reading
 /// any of it. Bodies without a length (chunked) are cut off while being
@@ -43,7 +43,7 @@ fn check_declared_body(limit: BodyLimit, req: &Request) -> Result<(), ApiError> 
 
 /// The configured header limits: most fields, most bytes.
 #[derive(Clone, Copy, Debug)]
-pub struct HeaderLimits {
+pub(crate) struct HeaderLimits {
     pub count: usize,
     pub bytes: usize,
 }
@@ -69,7 +69,7 @@ fn check_headers(limit: HeaderLimits, req: &Request) -> Result<(), ApiError> {
 /// each axum middleware layer costs a boxed future and a service clone per
 /// request, which showed in the profile of single-task enqueues.
 #[derive(Clone, Debug)]
-pub struct Gate {
+pub(crate) struct Gate {
     pub headers: HeaderLimits,
     pub body: BodyLimit,
     /// Bounds a request end to end, body upload included, so a slow client
@@ -87,7 +87,7 @@ pub struct Gate {
 /// for `/healthz`, so probes see a live server), request timeout (408),
 /// declared body size (413), cross-site requests (403, [`crate::origin`]),
 /// auth (401).
-pub async fn gate(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
+pub(crate) async fn gate(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
     if let Err(e) = check_headers(gate.headers, &req) {
         return e.into_response();
     }

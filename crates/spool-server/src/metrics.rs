@@ -23,17 +23,17 @@ use axum::http::Method;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use spool_core::{QueueStats, TaskState};
 
-pub const TASKS: &str = "spool_tasks";
-pub const OLDEST_READY_AGE: &str = "spool_queue_oldest_ready_age_seconds";
-pub const PAUSED: &str = "spool_queue_paused";
-pub const ENQUEUED: &str = "spool_tasks_enqueued_total";
-pub const COMPLETED: &str = "spool_tasks_completed_total";
-pub const FAILED: &str = "spool_tasks_failed_total";
-pub const DEAD: &str = "spool_tasks_dead_total";
-pub const CLAIMED: &str = "spool_tasks_claimed_total";
-pub const CLAIM_DURATION: &str = "spool_claim_duration_seconds";
-pub const HTTP_REQUESTS: &str = "spool_http_requests_total";
-pub const HTTP_DURATION: &str = "spool_http_request_duration_seconds";
+pub(crate) const TASKS: &str = "spool_tasks";
+pub(crate) const OLDEST_READY_AGE: &str = "spool_queue_oldest_ready_age_seconds";
+pub(crate) const PAUSED: &str = "spool_queue_paused";
+pub(crate) const ENQUEUED: &str = "spool_tasks_enqueued_total";
+pub(crate) const COMPLETED: &str = "spool_tasks_completed_total";
+pub(crate) const FAILED: &str = "spool_tasks_failed_total";
+pub(crate) const DEAD: &str = "spool_tasks_dead_total";
+pub(crate) const CLAIMED: &str = "spool_tasks_claimed_total";
+pub(crate) const CLAIM_DURATION: &str = "spool_claim_duration_seconds";
+pub(crate) const HTTP_REQUESTS: &str = "spool_http_requests_total";
+pub(crate) const HTTP_DURATION: &str = "spool_http_request_duration_seconds";
 
 /// Histogram buckets in seconds: 100 µs .. 30 s (the longest long poll).
 const BUCKETS: &[f64] = &[
@@ -44,7 +44,7 @@ const BUCKETS: &[f64] = &[
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
 /// Most queues named in labels; more count under `other`.
-pub const MAX_QUEUE_LABELS: usize = 1000;
+pub(crate) const MAX_QUEUE_LABELS: usize = 1000;
 
 /// The label value of anything not named.
 const OTHER: &str = "other";
@@ -53,7 +53,7 @@ static QUEUES: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
 
 /// The `queue` label of `queue`: its name if it is known, or if `exists`
 /// (which makes it known) and there is room; else `other`.
-pub fn queue_label(queue: &str, exists: bool) -> String {
+pub(crate) fn queue_label(queue: &str, exists: bool) -> String {
     let mut known = QUEUES
         .get_or_init(Mutex::default)
         .lock()
@@ -69,7 +69,7 @@ pub fn queue_label(queue: &str, exists: bool) -> String {
 }
 
 /// The `method` label: a standard method's name, else `other`.
-pub fn method_label(method: &Method) -> &'static str {
+pub(crate) fn method_label(method: &Method) -> &'static str {
     match *method {
         Method::GET => "GET",
         Method::POST => "POST",
@@ -85,7 +85,7 @@ pub fn method_label(method: &Method) -> &'static str {
 }
 
 /// The process's Prometheus registry, installed on first use.
-pub fn handle() -> &'static PrometheusHandle {
+pub(crate) fn handle() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let builder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), BUCKETS);
@@ -132,7 +132,7 @@ fn describe() {
 }
 
 /// Sets the per-queue gauges from a fresh `stats`.
-pub fn refresh_gauges(stats: &[QueueStats]) {
+pub(crate) fn refresh_gauges(stats: &[QueueStats]) {
     for q in stats {
         let queue = queue_label(q.name.as_str(), true);
         for state in TaskState::ALL {
@@ -146,6 +146,6 @@ pub fn refresh_gauges(stats: &[QueueStats]) {
 }
 
 /// The text exposition of every metric.
-pub fn render() -> String {
+pub(crate) fn render() -> String {
     handle().render()
 }

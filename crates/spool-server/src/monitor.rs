@@ -24,15 +24,15 @@ use spool_core::{QueueStats, Store};
 use tokio::time::{Instant, MissedTickBehavior};
 
 /// How often the sampler takes a sample.
-pub const SAMPLE_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// How many samples are kept: ten minutes' worth.
-pub const KEEP: usize = 120;
+pub(crate) const KEEP: usize = 120;
 /// The span the headline rates are averaged over.
-pub const RATE_WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(60);
 
 /// One sample: the counters and the store's totals at one instant.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub at: Instant,
     pub enqueued: u64,
     pub completed: u64,
@@ -42,7 +42,7 @@ pub struct Sample {
 
 /// Rates between two instants, in tasks per second.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Rates {
+pub(crate) struct Rates {
     pub enqueued: f64,
     pub completed: f64,
     /// The span they were measured over.
@@ -50,11 +50,11 @@ pub struct Rates {
 }
 
 /// A point of a chart: how long ago, and the value then.
-pub type Point = (Duration, f64);
+pub(crate) type Point = (Duration, f64);
 
 /// The counters, the ring of samples, and whether a sampler runs.
 #[derive(Debug, Default)]
-pub struct Monitor {
+pub(crate) struct Monitor {
     enqueued: AtomicU64,
     completed: AtomicU64,
     // A std mutex: held for a copy of a few samples, never across an await.
@@ -64,12 +64,12 @@ pub struct Monitor {
 
 impl Monitor {
     /// Counts tasks created by an enqueue (not duplicates).
-    pub fn count_enqueued(&self, n: u64) {
+    pub(crate) fn count_enqueued(&self, n: u64) {
         self.enqueued.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Counts tasks acked.
-    pub fn count_completed(&self, n: u64) {
+    pub(crate) fn count_completed(&self, n: u64) {
         self.completed.fetch_add(n, Ordering::Relaxed);
     }
 
@@ -79,7 +79,7 @@ impl Monitor {
     }
 
     /// Takes a sample at `at` from the counters and `stats`.
-    pub fn record(&self, at: Instant, stats: &[QueueStats]) {
+    pub(crate) fn record(&self, at: Instant, stats: &[QueueStats]) {
         let sample = Sample {
             at,
             enqueued: self.enqueued.load(Ordering::Relaxed),
@@ -95,14 +95,14 @@ impl Monitor {
     }
 
     /// The samples, oldest first.
-    pub fn samples(&self) -> Vec<Sample> {
+    pub(crate) fn samples(&self) -> Vec<Sample> {
         self.ring().iter().copied().collect()
     }
 
     /// Average rates from the newest sample at least [`RATE_WINDOW`] old (or
     /// the oldest there is) to `now`; `None` until a sampling period has
     /// passed (rates over a shorter span are mostly noise).
-    pub fn rates(&self, now: Instant) -> Option<Rates> {
+    pub(crate) fn rates(&self, now: Instant) -> Option<Rates> {
         let ring = self.ring();
         let base = ring
             .iter()
@@ -124,14 +124,14 @@ impl Monitor {
     }
 
     /// Marks the sampler as started; false if one already was.
-    pub fn claim_sampler(&self) -> bool {
+    pub(crate) fn claim_sampler(&self) -> bool {
         !self.sampling.swap(true, Ordering::Relaxed)
     }
 }
 
 /// The rates between consecutive samples, as chart points (enqueued,
 /// completed), each placed at the later sample.
-pub fn rate_series(samples: &[Sample], now: Instant) -> (Vec<Point>, Vec<Point>) {
+pub(crate) fn rate_series(samples: &[Sample], now: Instant) -> (Vec<Point>, Vec<Point>) {
     samples
         .windows(2)
         .filter_map(|w| {
@@ -147,7 +147,7 @@ pub fn rate_series(samples: &[Sample], now: Instant) -> (Vec<Point>, Vec<Point>)
 }
 
 /// Ready and leased totals per sample, as chart points.
-pub fn backlog_series(samples: &[Sample], now: Instant) -> (Vec<Point>, Vec<Point>) {
+pub(crate) fn backlog_series(samples: &[Sample], now: Instant) -> (Vec<Point>, Vec<Point>) {
     samples
         .iter()
         .map(|s| {
@@ -160,7 +160,7 @@ pub fn backlog_series(samples: &[Sample], now: Instant) -> (Vec<Point>, Vec<Poin
 /// Samples `store` into `monitor` every [`SAMPLE_EVERY`] until either is
 /// gone. Does nothing outside a Tokio runtime (a router built for a test
 /// without one simply shows no rates).
-pub fn spawn(store: Weak<dyn Store>, monitor: Weak<Monitor>, timeout: Duration) {
+pub(crate) fn spawn(store: Weak<dyn Store>, monitor: Weak<Monitor>, timeout: Duration) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };

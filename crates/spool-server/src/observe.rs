@@ -16,7 +16,7 @@ use tracing::Instrument;
 use crate::metrics::{method_label, HTTP_DURATION, HTTP_REQUESTS};
 
 /// Middleware: logs and measures one request.
-pub async fn observe(req: Request, next: Next) -> Response {
+pub(crate) async fn observe(req: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = req.method().clone();
     let route = req

@@ -22,7 +22,7 @@ use crate::auth::OPEN_PATH;
 use crate::error::ApiError;
 
 /// Refuses `req` if a browser was made to send it (see the module docs).
-pub fn check(req: &Request, token_set: bool) -> Result<(), ApiError> {
+pub(crate) fn check(req: &Request, token_set: bool) -> Result<(), ApiError> {
     let host = req
         .headers()
         .get(HOST)

@@ -37,8 +37,10 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
+    /// A setting that cannot work, such as an empty token; nothing was served.
     #[error("invalid server configuration: {0}")]
     Config(String),
+    /// The certificate or key could not be loaded into TLS.
     #[error(transparent)]
     Tls(#[from] TlsError),
 }

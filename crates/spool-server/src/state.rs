@@ -60,10 +60,13 @@ impl AppState {
         }))
     }
 
+    /// The settings every handler shares: token, limits, store timeout.
     pub fn config(&self) -> &ServerConfig {
         &self.0.config
     }
 
+    /// The store behind the API; handlers reach it through
+    /// [`AppState::call`], which bounds how long it may take.
     pub fn store(&self) -> &dyn Store {
         self.0.store.as_ref()
     }

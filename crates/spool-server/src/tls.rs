@@ -28,7 +28,7 @@ pub enum TlsError {
 }
 
 /// An acceptor for the configured certificate and key.
-pub fn acceptor(cfg: &TlsConfig) -> Result<TlsAcceptor, TlsError> {
+pub(crate) fn acceptor(cfg: &TlsConfig) -> Result<TlsAcceptor, TlsError> {
     let cert_path = cfg.cert.display().to_string();
     let certs = CertificateDer::pem_file_iter(&cfg.cert)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())

@@ -28,14 +28,14 @@ use axum::response::Response;
 use http_body::{Frame, SizeHint};
 
 /// Largest declared body read to its end after an early answer.
-pub const DRAIN_MAX: u64 = 1024 * 1024;
+pub(crate) const DRAIN_MAX: u64 = 1024 * 1024;
 
 /// How long the rest of an unread body may take to arrive; a client slower
 /// than this loses the connection.
 const DRAIN_TIME: Duration = Duration::from_secs(10);
 
 /// Middleware: see the module docs.
-pub async fn keep_alive(req: Request, next: Next) -> Response {
+pub(crate) async fn keep_alive(req: Request, next: Next) -> Response {
     if req.version() >= Version::HTTP_2 || req.body().is_end_stream() {
         return next.run(req).await;
     }

@@ -12,7 +12,9 @@ use spool_core::{ManualClock, Store};
 /// Build it with [`Fixture::new`]; [`Fixture::keep`] ties to it whatever the
 /// store lives in (a temporary directory, a database, a server process).
 pub struct Fixture {
+    /// The store under test, fresh and empty when the case starts.
     pub store: Arc<dyn Store>,
+    /// How the case moves the store's clock: by hand, or by sleeping.
     pub time: TimeControl,
     /// Dropped after `store` (fields drop in order), so a store shuts down
     /// before its directory or database goes away.
@@ -42,6 +44,8 @@ const MANUAL_SLACK: Duration = Duration::from_millis(1);
 const REAL_SLACK: Duration = Duration::from_millis(20);
 
 impl Fixture {
+    /// A fixture for `store`, whose clock moves as `time` says; tie what the
+    /// store lives in to it with [`Fixture::keep`].
     pub fn new(store: Arc<dyn Store>, time: TimeControl) -> Self {
         Fixture {
             store,

@@ -34,8 +34,11 @@ pub(crate) struct Segment {
 /// Damage that `Force` recovery cut the log at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Corruption {
+    /// The segment the damage is in.
     pub file: PathBuf,
+    /// Byte offset of the damage in that file; nothing from here on was kept.
     pub offset: u64,
+    /// What does not decode, for the operator.
     pub reason: String,
 }
 

@@ -22,9 +22,12 @@ use crate::snapshot;
 /// What `check` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckReport {
+    /// The data directory checked, as given.
     pub dir: PathBuf,
     /// `META`'s status (`Corrupt` at offset 0 if missing or unreadable).
     pub meta: FileStatus,
+    /// The instance id `META` holds; `None` when it is missing or damaged.
+    /// A segment with another id is reported corrupt.
     pub instance: Option<u128>,
     /// Segments, oldest first.
     pub segments: Vec<FileCheck>,
@@ -35,7 +38,9 @@ pub struct CheckReport {
 /// One file's statistics and verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileCheck {
+    /// The file checked, under the data directory.
     pub file: PathBuf,
+    /// The file's length, preallocated space included.
     pub bytes: u64,
     /// Segment: its header's first lsn. Checkpoint: its start lsn.
     pub first_lsn: Option<u64>,
@@ -45,23 +50,32 @@ pub struct FileCheck {
     pub records: u64,
     /// Segment: batch markers among the records.
     pub batches: u64,
+    /// What the check concluded about the file.
     pub status: FileStatus,
 }
 
 /// A file's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileStatus {
+    /// Everything in the file decodes and it sits where the chain expects it.
     Ok,
     /// A preallocated segment that never received a record.
     Unused,
     /// The newest segment ends in an unacknowledged, partly written batch.
     TornTail {
+        /// Byte offset where the unfinished batch starts; recovery keeps the
+        /// file up to here.
         offset: u64,
+        /// Unacknowledged bytes recovery drops: from `offset` to the last
+        /// non-zero byte.
         bytes_dropped: u64,
     },
     /// Acknowledged data is damaged (or, for META, missing).
     Corrupt {
+        /// Byte offset of the first damage; 0 for a bad header, a broken
+        /// chain or a META problem.
         offset: u64,
+        /// What is wrong, for the operator.
         reason: String,
     },
 }

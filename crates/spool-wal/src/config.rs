@@ -15,6 +15,8 @@ pub struct WalConfig {
     /// Preallocated size of each segment. A batch larger than this gets a
     /// segment of its own, sized to fit.
     pub segment_size: u64,
+    /// What recovery does with damaged acknowledged data; strict unless an
+    /// operator forces it.
     pub recovery: RecoveryMode,
 }
 

@@ -17,18 +17,26 @@ pub enum WalError {
     Io {
         /// The operation, e.g. `"fdatasync"`.
         op: &'static str,
+        /// The file or directory it was called on.
         path: PathBuf,
+        /// What the operating system answered.
         #[source]
         source: io::Error,
     },
     /// Another process (or another `Wal` in this one) holds the data directory.
     #[error("data directory is locked by another process ({})", path.display())]
-    Locked { path: PathBuf },
+    Locked {
+        /// The `LOCK` file whose lock is held.
+        path: PathBuf,
+    },
     /// Acknowledged data is damaged: bytes that were synced no longer decode.
     #[error("corrupt data in {} at byte {offset}: {reason}", file.display())]
     Corrupt {
+        /// The damaged file.
         file: PathBuf,
+        /// Byte offset of the damage in that file.
         offset: u64,
+        /// What does not decode, for the operator.
         reason: String,
     },
     /// An earlier write or sync failed; the log accepts nothing more.
@@ -36,26 +44,50 @@ pub enum WalError {
     Poisoned,
     /// `META` is missing where it must exist, or unreadable.
     #[error("bad META file {}: {reason}", path.display())]
-    BadMeta { path: PathBuf, reason: String },
+    BadMeta {
+        /// Where `META` is expected.
+        path: PathBuf,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// The replay callback refused a record.
     #[error("replay stopped: applying a record failed: {0}")]
     Apply(String),
     /// A batch does not continue the log's LSN sequence.
     #[error("batch starts at lsn {found}, but the log's next lsn is {expected}")]
-    OutOfOrder { expected: u64, found: u64 },
+    OutOfOrder {
+        /// The log's next lsn: its last record's + 1.
+        expected: u64,
+        /// The batch's first lsn.
+        found: u64,
+    },
     /// A record or snapshot chunk is over its size limit.
     #[error("{what} of {len} bytes is over the {max}-byte limit")]
     TooLarge {
+        /// `record` or `snapshot chunk`.
         what: &'static str,
+        /// Its size in bytes.
         len: usize,
+        /// The limit in bytes: [`MAX_RECORD_LEN`](crate::MAX_RECORD_LEN) or
+        /// [`MAX_CHUNK_LEN`](crate::MAX_CHUNK_LEN).
         max: usize,
     },
     /// A batch expected to land elsewhere than where the log ends.
     #[error("a batch placed at {expected:?} would be written at {found:?}")]
-    Misplaced { expected: LogPos, found: LogPos },
+    Misplaced {
+        /// Where the caller placed the batch (and points at its bytes).
+        expected: LogPos,
+        /// Where [`LogPos::place`] puts it at the log's end.
+        found: LogPos,
+    },
     /// The log does not hold the records a replay asked for.
     #[error("cannot replay from lsn {from_lsn}: {reason}")]
-    Gap { from_lsn: u64, reason: String },
+    Gap {
+        /// The first lsn the replay asked for.
+        from_lsn: u64,
+        /// Why the log cannot supply it.
+        reason: String,
+    },
     /// The operation writes, but the log was opened read-only.
     #[error("the log was opened read-only")]
     ReadOnly,

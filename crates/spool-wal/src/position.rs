@@ -12,7 +12,9 @@ use crate::segment::SEGMENT_HEADER_LEN;
 /// A byte position in the log: segment seq and offset in that file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct LogPos {
+    /// The segment's sequence number, the order of segments in the chain.
     pub seq: u64,
+    /// Bytes from the start of the segment file, its header included.
     pub offset: u64,
 }
 

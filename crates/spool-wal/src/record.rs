@@ -36,8 +36,11 @@ pub(crate) const BATCH_BODY_LEN: usize = 8;
 /// One decoded record, borrowing its body from the segment's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordRef<'a> {
+    /// Log sequence number: exactly the previous record's + 1, from 1.
     pub lsn: u64,
+    /// [`RECORD_BATCH`] for the log's batch markers, 1..=255 the caller's.
     pub kind: u8,
+    /// The record's bytes as the caller wrote them, CRC-checked.
     pub body: &'a [u8],
     /// Where the body starts in the log (set by replay; zero elsewhere).
     pub body_at: LogPos,

@@ -40,8 +40,11 @@ pub struct ReplaySummary {
 /// The unacknowledged end of the log that recovery drops.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TornTail {
+    /// The newest segment, where the unfinished batch lies.
     pub file: PathBuf,
+    /// Byte offset where the batch starts; the file keeps what is before.
     pub offset: u64,
+    /// Unacknowledged bytes dropped: from `offset` to the last non-zero byte.
     pub bytes_dropped: u64,
 }
 

@@ -32,8 +32,12 @@ pub(crate) const SEGMENT_HEADER_LEN: usize = 64;
 /// A decoded segment header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentHeader {
+    /// The segment's place in the chain; each segment's is the previous + 1.
     pub seq: u64,
+    /// The lsn of the segment's first record.
     pub first_lsn: u64,
+    /// The data directory's instance id from `META`: a segment copied in
+    /// from another directory does not match.
     pub instance: u128,
 }
 
@@ -88,22 +92,38 @@ pub enum SegmentEnd {
     Clean,
     /// An invalid record with no valid batch marker after it: an unfinished
     /// write, never acknowledged.
-    Torn { offset: u64, bytes_dropped: u64 },
+    Torn {
+        /// Byte offset where the unfinished batch starts.
+        offset: u64,
+        /// Bytes from `offset` to the last non-zero byte: what recovery
+        /// drops.
+        bytes_dropped: u64,
+    },
     /// An invalid record followed by a valid batch marker: damaged
     /// acknowledged data.
-    Corrupt { offset: u64, reason: String },
+    Corrupt {
+        /// Byte offset of the invalid record.
+        offset: u64,
+        /// Why it does not decode.
+        reason: String,
+    },
 }
 
 /// What [`decode_segment`] found in one segment file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentDecode {
+    /// The header, or why it does not decode (then no record was read: the
+    /// counts are zero and the end is `Clean`).
     pub header: Result<SegmentHeader, String>,
     /// Valid records, batch markers included.
     pub records: u64,
+    /// Batch markers among the records: one per group commit.
     pub batches: u64,
+    /// The lsn of the last valid record; `None` when there is none.
     pub last_lsn: Option<u64>,
     /// Bytes up to the end of the last valid record (0 if the header is bad).
     pub valid_len: u64,
+    /// What follows the last valid record.
     pub end: SegmentEnd,
 }
 

@@ -6,7 +6,7 @@
 
 // Only the PostgreSQL test binaries start nodes on a database.
 #[allow(dead_code)]
-pub mod pg;
+pub(crate) mod pg;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -14,10 +14,10 @@ use std::process::{Child, Command, Stdio};
 
 // Not every test binary that compiles this module returns it.
 #[allow(dead_code)]
-pub type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+pub(crate) type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 #[derive(Debug)]
-pub struct TestServer {
+pub(crate) struct TestServer {
     child: Child,
     /// `http://127.0.0.1:PORT`, no trailing slash.
     // The RESP conformance binary talks to the RESP address only.
@@ -31,7 +31,7 @@ impl TestServer {
     // Each test binary compiles this module; the PostgreSQL one never
     // starts an embedded server.
     #[allow(dead_code)]
-    pub fn start(data: &Path) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+    pub(crate) fn start(data: &Path) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let data = data.to_str().ok_or("data path is not UTF-8")?;
         Self::start_with(&["--data", data])
     }
@@ -39,7 +39,7 @@ impl TestServer {
     /// Starts `spool serve` with `store_args` choosing its store (e.g.
     /// `--postgres URL --pg-schema S`) and waits until it listens. When it
     /// exits first, the error carries what it logged.
-    pub fn start_with(
+    pub(crate) fn start_with(
         store_args: &[&str],
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         Self::spawn(store_args, false).map(|(server, _)| server)
@@ -49,7 +49,7 @@ impl TestServer {
     /// the second value is its `127.0.0.1:PORT`.
     // Only the RESP test binaries connect to the RESP listener.
     #[allow(dead_code)]
-    pub fn start_resp(
+    pub(crate) fn start_resp(
         store_args: &[&str],
     ) -> Result<(Self, String), Box<dyn std::error::Error + Send + Sync>> {
         let (server, resp) = Self::spawn(store_args, true)?;
@@ -105,12 +105,12 @@ impl TestServer {
     /// The server's process id, for readings in /proc.
     // Each test binary compiles this module; not all of them read /proc.
     #[allow(dead_code)]
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// SIGKILLs the server and reaps it.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         // Already gone is fine: the point is that it is not running.
         let _ = self.child.kill();
         let _ = self.child.wait();

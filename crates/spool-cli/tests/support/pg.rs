@@ -14,13 +14,13 @@ fn database_url() -> String {
 }
 
 /// A schema name no other run uses, starting with `prefix`.
-pub fn fresh_schema(prefix: &str) -> String {
+pub(crate) fn fresh_schema(prefix: &str) -> String {
     format!("{prefix}_{:08x}", rand::random::<u32>())
 }
 
 /// `n` nodes on `schema`, started at once: migrations must be safe when
 /// nodes race.
-pub fn start_nodes(schema: &str, n: usize) -> Result<Vec<TestServer>, BoxError> {
+pub(crate) fn start_nodes(schema: &str, n: usize) -> Result<Vec<TestServer>, BoxError> {
     let url = database_url();
     let handles: Vec<_> = (0..n)
         .map(|_| {
@@ -43,7 +43,7 @@ pub fn start_nodes(schema: &str, n: usize) -> Result<Vec<TestServer>, BoxError> 
 
 /// A direct connection, for the schema's cleanup; fails clearly when the
 /// database is down.
-pub async fn admin() -> Result<tokio_postgres::Client, BoxError> {
+pub(crate) async fn admin() -> Result<tokio_postgres::Client, BoxError> {
     let url = database_url();
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
@@ -54,7 +54,7 @@ pub async fn admin() -> Result<tokio_postgres::Client, BoxError> {
 
 /// Drops `schema` through `admin`, then answers `result`: the run's own
 /// failure wins over the cleanup's.
-pub async fn drop_schema(
+pub(crate) async fn drop_schema(
     admin: &tokio_postgres::Client,
     schema: &str,
     result: TestResult,

@@ -34,13 +34,13 @@ struct Outgoing {
 
 /// A connection; clones share it.
 #[derive(Clone, Debug)]
-pub struct Conn {
+pub(super) struct Conn {
     commands: mpsc::UnboundedSender<Outgoing>,
     broken: Arc<AtomicBool>,
 }
 
 /// Appends a command (an array of bulk strings) to `out`.
-pub fn encode<A: AsRef<[u8]>>(args: &[A], out: &mut BytesMut) {
+pub(super) fn encode<A: AsRef<[u8]>>(args: &[A], out: &mut BytesMut) {
     out.put_u8(b'*');
     out.put_slice(args.len().to_string().as_bytes());
     out.put_slice(b"\r\n");
@@ -54,7 +54,7 @@ pub fn encode<A: AsRef<[u8]>>(args: &[A], out: &mut BytesMut) {
     }
 }
 
-pub fn unreachable(e: impl std::fmt::Display) -> StoreError {
+pub(super) fn unreachable(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("cannot reach the server over RESP: {e}"))
 }
 
@@ -64,7 +64,7 @@ fn lost() -> StoreError {
 
 impl Conn {
     /// Connects to `addr` and starts the connection's reader and writer.
-    pub async fn open(addr: &str) -> Result<Conn, StoreError> {
+    pub(super) async fn open(addr: &str) -> Result<Conn, StoreError> {
         let stream = TcpStream::connect(addr).await.map_err(unreachable)?;
         stream.set_nodelay(true).map_err(unreachable)?;
         let (read, write) = stream.into_split();
@@ -76,13 +76,13 @@ impl Conn {
         Ok(Conn { commands, broken })
     }
 
-    pub fn is_broken(&self) -> bool {
+    pub(super) fn is_broken(&self) -> bool {
         self.broken.load(Ordering::Relaxed) || self.commands.is_closed()
     }
 
     /// Sends one encoded command and waits for its answer. A RESP error
     /// answer is a `Value::Error`, not an `Err`: only the transport fails.
-    pub async fn call(&self, frame: BytesMut) -> Result<Value, StoreError> {
+    pub(super) async fn call(&self, frame: BytesMut) -> Result<Value, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.commands
             .send(Outgoing { frame, reply })

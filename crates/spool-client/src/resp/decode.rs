@@ -18,31 +18,31 @@ use spool_core::{
 use super::value::Value;
 use crate::http::{from_code, Target};
 
-pub fn bad_answer(what: impl std::fmt::Display) -> StoreError {
+pub(super) fn bad_answer(what: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!("unexpected answer from the server: {what}"))
 }
 
 /// The error an error answer stands for; other values pass.
-pub fn check(v: Value, target: Target<'_>) -> Result<Value, StoreError> {
+pub(super) fn check(v: Value, target: Target<'_>) -> Result<Value, StoreError> {
     match v {
         Value::Error(line) => Err(error(&line, target)),
         v => Ok(v),
     }
 }
 
-pub fn error(line: &str, target: Target<'_>) -> StoreError {
+pub(super) fn error(line: &str, target: Target<'_>) -> StoreError {
     let (code, message) = line.split_once(' ').unwrap_or((line, ""));
     from_code(&code.to_ascii_lowercase(), message.to_owned(), target)
 }
 
-pub fn ok(v: Value) -> Result<(), StoreError> {
+pub(super) fn ok(v: Value) -> Result<(), StoreError> {
     match v {
         Value::Simple(s) if s == "OK" => Ok(()),
         other => Err(bad_answer(format!("{other:?} where OK was expected"))),
     }
 }
 
-pub fn int(v: &Value) -> Result<i64, StoreError> {
+pub(super) fn int(v: &Value) -> Result<i64, StoreError> {
     match v {
         Value::Int(n) => Ok(*n),
         other => Err(bad_answer(format!(
@@ -51,7 +51,7 @@ pub fn int(v: &Value) -> Result<i64, StoreError> {
     }
 }
 
-pub fn uint(v: &Value) -> Result<u64, StoreError> {
+pub(super) fn uint(v: &Value) -> Result<u64, StoreError> {
     u64::try_from(int(v)?).map_err(bad_answer)
 }
 
@@ -59,7 +59,7 @@ fn small<T: TryFrom<i64>>(v: &Value) -> Result<T, StoreError> {
     T::try_from(int(v)?).map_err(|_| bad_answer("an integer out of range"))
 }
 
-pub fn array(v: Value) -> Result<Vec<Value>, StoreError> {
+pub(super) fn array(v: Value) -> Result<Vec<Value>, StoreError> {
     match v {
         Value::Array(items) => Ok(items),
         other => Err(bad_answer(format!("{other:?} where an array was expected"))),
@@ -98,17 +98,17 @@ fn opt<T>(
 }
 
 /// A map answer, looked up by field name.
-pub struct Fields(Vec<(Value, Value)>);
+pub(super) struct Fields(Vec<(Value, Value)>);
 
 impl Fields {
-    pub fn new(v: Value) -> Result<Fields, StoreError> {
+    pub(super) fn new(v: Value) -> Result<Fields, StoreError> {
         match v {
             Value::Map(pairs) => Ok(Fields(pairs)),
             other => Err(bad_answer(format!("{other:?} where a map was expected"))),
         }
     }
 
-    pub fn get(&self, name: &str) -> Result<&Value, StoreError> {
+    pub(super) fn get(&self, name: &str) -> Result<&Value, StoreError> {
         self.0
             .iter()
             .find(|(k, _)| matches!(k, Value::Bulk(b) if b.as_ref() == name.as_bytes()))
@@ -135,7 +135,7 @@ fn name<T>(
 
 /// A task map; `known_token` fills in a lease whose token the answer does
 /// not show (zero when unknown, as over HTTP).
-pub fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, StoreError> {
+pub(super) fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, StoreError> {
     let f = Fields::new(v)?;
     let shown = match f.get("token") {
         Ok(t) => opt(t, |t| text(t)?.parse::<LeaseToken>().map_err(bad_answer))?,
@@ -182,7 +182,7 @@ pub fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, StoreErro
 }
 
 /// `ENQUEUE`'s RESP3 answer: `{id, duplicate}`.
-pub fn enqueued(v: Value) -> Result<EnqueueOutcome, StoreError> {
+pub(super) fn enqueued(v: Value) -> Result<EnqueueOutcome, StoreError> {
     let f = Fields::new(v)?;
     Ok(EnqueueOutcome {
         id: TaskId(uint(f.get("id")?)?),
@@ -199,7 +199,7 @@ fn counts(f: &Fields) -> Result<StateCounts, StoreError> {
     })
 }
 
-pub fn queue_stats(v: Value) -> Result<QueueStats, StoreError> {
+pub(super) fn queue_stats(v: Value) -> Result<QueueStats, StoreError> {
     let f = Fields::new(v)?;
     let mut kinds = spool_core::KindCounts::new();
     for k in array(f.get("kinds")?.clone())? {
@@ -215,7 +215,7 @@ pub fn queue_stats(v: Value) -> Result<QueueStats, StoreError> {
     })
 }
 
-pub fn settings(v: Value) -> Result<QueueSettings, StoreError> {
+pub(super) fn settings(v: Value) -> Result<QueueSettings, StoreError> {
     let f = Fields::new(v)?;
     Ok(QueueSettings {
         lease: ms(f.get("lease_ms")?)?,
@@ -228,7 +228,7 @@ pub fn settings(v: Value) -> Result<QueueSettings, StoreError> {
     })
 }
 
-pub fn schedule(v: Value) -> Result<Schedule, StoreError> {
+pub(super) fn schedule(v: Value) -> Result<Schedule, StoreError> {
     let f = Fields::new(v)?;
     let cadence = match (opt(f.get("every_ms")?, ms)?, opt(f.get("cron")?, text)?) {
         (Some(d), None) => Cadence::Every(d),
@@ -253,7 +253,7 @@ pub fn schedule(v: Value) -> Result<Schedule, StoreError> {
 }
 
 /// `TIME`: seconds and microseconds, as Redis answers it.
-pub fn now(v: Value) -> Result<Timestamp, StoreError> {
+pub(super) fn now(v: Value) -> Result<Timestamp, StoreError> {
     let parts = array(v)?;
     let [secs, micros] = parts.as_slice() else {
         return Err(bad_answer("TIME answers two numbers"));

@@ -23,7 +23,7 @@ use super::conn::{self, Conn};
 use super::value::Value;
 
 #[derive(Debug)]
-pub struct Pool {
+pub(super) struct Pool {
     addr: String,
     token: Option<String>,
     timeout: Duration,
@@ -33,7 +33,12 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(addr: String, token: Option<String>, timeout: Duration, max_idle: usize) -> Pool {
+    pub(super) fn new(
+        addr: String,
+        token: Option<String>,
+        timeout: Duration,
+        max_idle: usize,
+    ) -> Pool {
         Pool {
             addr,
             token,
@@ -61,7 +66,7 @@ impl Pool {
 
     /// Sends `frame`, which may block on the server for up to `wait`, on a
     /// connection of its own, and waits for the answer.
-    pub async fn call(&self, frame: BytesMut, wait: Duration) -> Result<Value, StoreError> {
+    pub(super) async fn call(&self, frame: BytesMut, wait: Duration) -> Result<Value, StoreError> {
         let reused = loop {
             let popped = self.idle.lock().map(|mut idle| idle.pop()).unwrap_or(None);
             match popped {

@@ -169,6 +169,8 @@ impl RespStore {
         b.build()
     }
 
+    /// Settings for a store at `addr` (`host:port` of the server's RESP
+    /// listener): token, timeout, idle connections kept.
     pub fn builder(addr: impl Into<String>) -> RespStoreBuilder {
         RespStoreBuilder {
             addr: addr.into(),

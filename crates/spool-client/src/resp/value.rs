@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 /// One answer.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub(super) enum Value {
     Simple(String),
     /// The whole error line: the stable code in capitals, then the message.
     Error(String),
@@ -25,13 +25,13 @@ pub enum Value {
 /// A byte stream that is not RESP.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed answer from the server: {0}")]
-pub struct DecodeError(&'static str);
+pub(super) struct DecodeError(&'static str);
 
 /// Deepest nesting accepted: Spool's answers are at most four deep.
 const MAX_DEPTH: usize = 16;
 
 /// Decodes the answer at the start of `buf`: the value and its length.
-pub fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, DecodeError> {
+pub(super) fn decode(buf: &[u8]) -> Result<Option<(Value, usize)>, DecodeError> {
     value(buf, 0, 0)
 }
 

@@ -45,15 +45,15 @@ impl PayloadRef {
 /// Bits of [`Entry::flags`].
 pub(crate) mod flag {
     /// The payload was given as JSON (else bytes).
-    pub const JSON: u8 = 1;
+    pub(crate) const JSON: u8 = 1;
     /// The task has an [`super::Extra`].
-    pub const EXTRA: u8 = 2;
+    pub(crate) const EXTRA: u8 = 2;
     /// In its lane's FIFO of the ready index.
-    pub const IN_FIFO: u8 = 4;
+    pub(crate) const IN_FIFO: u8 = 4;
     /// In its lane's ordered side set of the ready index.
-    pub const IN_SIDE: u8 = 8;
+    pub(crate) const IN_SIDE: u8 = 8;
     /// A stale copy of its id may still sit in a FIFO: never join one again.
-    pub const NO_FIFO: u8 = 16;
+    pub(crate) const NO_FIFO: u8 = 16;
 }
 
 #[derive(Debug, Clone)]

@@ -31,6 +31,8 @@ impl Default for QueueConfig {
 }
 
 impl QueueConfig {
+    /// The defaults: 10 runs at once, the queue's lease, no rate limit, 10 s
+    /// long polls.
     pub fn new() -> Self {
         Self::default()
     }

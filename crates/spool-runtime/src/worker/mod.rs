@@ -130,6 +130,8 @@ fn rand_suffix() -> u32 {
 }
 
 impl Worker {
+    /// A worker on `store`: register handlers, configure queues, then
+    /// [`WorkerBuilder::start`].
     pub fn builder(store: Arc<dyn Store>) -> WorkerBuilder {
         WorkerBuilder {
             store,

@@ -31,7 +31,7 @@ mod futures_ready {
     use std::pin::Pin;
     use std::task::{Context, Poll};
 
-    pub struct Ready;
+    pub(super) struct Ready;
 
     impl Future for Ready {
         type Output = Result<(), spool_runtime::TaskError>;

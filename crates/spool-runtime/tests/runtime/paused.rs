@@ -36,7 +36,7 @@ use tokio::time::Instant;
 /// Tokio's time as a store timestamp: it starts at the wall clock's time,
 /// so timestamps look real, and moves only as tokio's paused clock does.
 #[derive(Debug)]
-pub struct PausedClock {
+pub(crate) struct PausedClock {
     origin: Instant,
     at: Timestamp,
 }
@@ -48,7 +48,7 @@ impl Clock for PausedClock {
 }
 
 /// An engine in a temporary directory, reached on tokio's paused clock.
-pub struct Paused {
+pub(crate) struct Paused {
     engine: Engine,
     engine_clock: Arc<ManualClock>,
     pub clock: Arc<PausedClock>,
@@ -58,7 +58,7 @@ pub struct Paused {
 }
 
 impl Paused {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(PausedClock {
             origin: Instant::now(),

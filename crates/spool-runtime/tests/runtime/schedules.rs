@@ -54,7 +54,7 @@ mod futures_ok {
     use std::task::{Context, Poll};
 
     /// A handler future that succeeds at once.
-    pub struct Ok;
+    pub(super) struct Ok;
 
     impl Future for Ok {
         type Output = Result<(), spool_runtime::TaskError>;

@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use spool_client::RemoteStore;
 use spool_core::{QueueName, QueueSettings, Store, Task};
-pub use spool_testkit::server::{Embedded, Server};
+pub(crate) use spool_testkit::server::{Embedded, Server};
 
 /// A `RemoteStore` talking to `server` over HTTP.
-pub fn remote(server: &Server) -> Arc<dyn Store> {
+pub(crate) fn remote(server: &Server) -> Arc<dyn Store> {
     Arc::new(RemoteStore::new(&server.base, None).unwrap())
 }
 
 /// Creates `queue` with fast retries (10 ms doubling to 50 ms).
-pub async fn fast_queue(store: &dyn Store, queue: &str, max_attempts: u32) {
+pub(crate) async fn fast_queue(store: &dyn Store, queue: &str, max_attempts: u32) {
     let settings = QueueSettings {
         backoff_base: Duration::from_millis(10),
         backoff_max: Duration::from_millis(50),
@@ -24,12 +24,12 @@ pub async fn fast_queue(store: &dyn Store, queue: &str, max_attempts: u32) {
     store.put_queue(&q(queue), settings.into()).await.unwrap();
 }
 
-pub fn q(name: &str) -> QueueName {
+pub(crate) fn q(name: &str) -> QueueName {
     QueueName::new(name).unwrap()
 }
 
 /// Polls `check` every 10 ms until it is true; fails after `limit`.
-pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+pub(crate) async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
@@ -45,7 +45,7 @@ where
 }
 
 /// How many tasks the queue still holds, in any state.
-pub async fn remaining(store: &dyn Store, queue: &str) -> u64 {
+pub(crate) async fn remaining(store: &dyn Store, queue: &str) -> u64 {
     store
         .stats()
         .await
@@ -56,7 +56,7 @@ pub async fn remaining(store: &dyn Store, queue: &str) -> u64 {
 }
 
 /// Every task of the queue, in any state.
-pub async fn tasks(store: &dyn Store, queue: &str) -> Vec<Task> {
+pub(crate) async fn tasks(store: &dyn Store, queue: &str) -> Vec<Task> {
     let req = spool_core::ListRequest {
         limit: 1000,
         ..spool_core::ListRequest::new(q(queue))
@@ -65,7 +65,7 @@ pub async fn tasks(store: &dyn Store, queue: &str) -> Vec<Task> {
 }
 
 /// The p-th percentile (0..=100) of `values`, which it sorts.
-pub fn percentile(values: &mut [i64], p: usize) -> i64 {
+pub(crate) fn percentile(values: &mut [i64], p: usize) -> i64 {
     values.sort_unstable();
     if values.is_empty() {
         return 0;

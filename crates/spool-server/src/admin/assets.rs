@@ -18,19 +18,19 @@ use crate::extract::ApiPath;
 
 /// A file served under `/assets/`.
 #[derive(Debug)]
-pub struct Asset {
+pub(super) struct Asset {
     pub name: &'static str,
     content_type: &'static str,
     body: &'static str,
 }
 
-pub const CSS: &Asset = &Asset {
+pub(super) const CSS: &Asset = &Asset {
     name: "admin.css",
     content_type: "text/css; charset=utf-8",
     body: include_str!("../../assets/admin.css"),
 };
 
-pub const JS: &Asset = &Asset {
+pub(super) const JS: &Asset = &Asset {
     name: "admin.js",
     content_type: "text/javascript; charset=utf-8",
     body: include_str!("../../assets/admin.js"),
@@ -39,7 +39,7 @@ pub const JS: &Asset = &Asset {
 const ALL: [&Asset; 2] = [CSS, JS];
 
 /// The asset's URL, with its content hash.
-pub fn href(asset: &Asset) -> String {
+pub(super) fn href(asset: &Asset) -> String {
     static HASHES: OnceLock<[String; 2]> = OnceLock::new();
     let hashes = HASHES.get_or_init(|| ALL.map(|a| short_hash(a.body)));
     let i = ALL.iter().position(|a| a.name == asset.name).unwrap_or(0);
@@ -56,7 +56,7 @@ fn short_hash(body: &str) -> String {
 }
 
 /// `GET /assets/{file}`.
-pub async fn serve(file: Result<ApiPath<String>, crate::error::ApiError>) -> Response {
+pub(super) async fn serve(file: Result<ApiPath<String>, crate::error::ApiError>) -> Response {
     let name = match file {
         Ok(ApiPath(name)) => name,
         Err(e) => return PageError::Api(e).into_response(),

@@ -13,7 +13,7 @@ const HEIGHT: f64 = 80.0;
 
 /// One line of a chart.
 #[derive(Debug)]
-pub struct Line<'a> {
+pub(super) struct Line<'a> {
     pub name: &'a str,
     /// The CSS class that colours it (and its legend swatch).
     pub class: &'a str,
@@ -23,7 +23,7 @@ pub struct Line<'a> {
 /// A chart of `lines` over the last `window`, newest at the right edge.
 /// `summary` is what a screen reader hears instead of the picture; `unit`
 /// labels the top of the scale.
-pub fn chart(
+pub(super) fn chart(
     title: &str,
     summary: &str,
     unit: &str,

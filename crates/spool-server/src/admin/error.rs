@@ -16,7 +16,7 @@ use crate::error::ApiError;
 
 /// Why a page or an action failed.
 #[derive(Debug)]
-pub enum PageError {
+pub(super) enum PageError {
     /// What the API would answer.
     Api(ApiError),
     /// An action without a valid CSRF token.
@@ -38,7 +38,7 @@ impl From<StoreError> for PageError {
 }
 
 impl PageError {
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(super) fn bad_request(message: impl Into<String>) -> Self {
         PageError::Api(ApiError::bad_request(message))
     }
 

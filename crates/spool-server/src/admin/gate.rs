@@ -26,7 +26,7 @@ fn route(req: &Request) -> Option<&str> {
 }
 
 /// Decides about a request under a configured `token`.
-pub fn admit(token: &str, req: &Request) -> Admission {
+pub(crate) fn admit(token: &str, req: &Request) -> Admission {
     let Some(route) = route(req).filter(|r| ROUTES.contains(r)) else {
         return Admission::Refused;
     };

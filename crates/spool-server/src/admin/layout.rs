@@ -20,7 +20,7 @@ use super::viewer::Viewer;
 use crate::auth::Principal;
 
 /// How often the pages refresh themselves, in seconds (with JavaScript).
-pub const REFRESH_SECS: u32 = 5;
+pub(super) const REFRESH_SECS: u32 = 5;
 /// How often they do without JavaScript: slower, since a full reload
 /// closes what the reader opened.
 const NOSCRIPT_REFRESH_SECS: u32 = 15;
@@ -30,7 +30,7 @@ const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-
 
 /// Which navigation entry is the current page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Nav {
+pub(super) enum Nav {
     Queues,
     Schedules,
     Other,
@@ -38,7 +38,7 @@ pub enum Nav {
 
 /// What the shell needs to know about a page.
 #[derive(Debug)]
-pub struct Page<'a> {
+pub(super) struct Page<'a> {
     pub title: &'a str,
     pub nav: Nav,
     /// Whether the page refreshes itself (pages that show live state).
@@ -46,7 +46,7 @@ pub struct Page<'a> {
 }
 
 /// A whole HTML document around `body`.
-pub fn render(page: &Page<'_>, viewer: Option<&Viewer>, body: Markup) -> Markup {
+pub(super) fn render(page: &Page<'_>, viewer: Option<&Viewer>, body: Markup) -> Markup {
     let current = |n: Nav| (page.nav == n).then_some("page");
     html! {
         (DOCTYPE)
@@ -98,7 +98,7 @@ pub fn render(page: &Page<'_>, viewer: Option<&Viewer>, body: Markup) -> Markup 
 }
 
 /// A CSRF field for an action form.
-pub fn csrf_field(viewer: &Viewer) -> Markup {
+pub(super) fn csrf_field(viewer: &Viewer) -> Markup {
     html! {
         @if let Some(csrf) = &viewer.csrf {
             input type="hidden" name="csrf" value=(csrf);
@@ -107,14 +107,14 @@ pub fn csrf_field(viewer: &Viewer) -> Markup {
 }
 
 /// An HTML answer with the admin headers.
-pub fn respond(status: StatusCode, markup: Markup) -> Response {
+pub(super) fn respond(status: StatusCode, markup: Markup) -> Response {
     let mut res = (status, Html(markup.into_string())).into_response();
     secure(&mut res, "no-store");
     res
 }
 
 /// Adds the admin headers to an answer.
-pub fn secure(res: &mut Response, cache: &'static str) {
+pub(super) fn secure(res: &mut Response, cache: &'static str) {
     let h = res.headers_mut();
     h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
@@ -125,7 +125,7 @@ pub fn secure(res: &mut Response, cache: &'static str) {
 
 /// 303 See Other to a path of this server (after a form, so reloading the
 /// page does not post it again).
-pub fn redirect(to: &str) -> Response {
+pub(super) fn redirect(to: &str) -> Response {
     let mut res = StatusCode::SEE_OTHER.into_response();
     if let Ok(v) = HeaderValue::from_str(to) {
         res.headers_mut().insert(LOCATION, v);
@@ -138,7 +138,7 @@ pub fn redirect(to: &str) -> Response {
 }
 
 /// A notice at the top of a page, after an action.
-pub fn flash(message: Option<String>) -> Markup {
+pub(super) fn flash(message: Option<String>) -> Markup {
     html! {
         @if let Some(m) = message {
             p.flash role="status" { (m) }
@@ -148,7 +148,7 @@ pub fn flash(message: Option<String>) -> Markup {
 
 /// A time as text relative to the store's `now`, with the exact UTC time in
 /// its tooltip and its machine-readable form.
-pub fn time_ago(t: spool_core::Timestamp, now: spool_core::Timestamp) -> Markup {
+pub(super) fn time_ago(t: spool_core::Timestamp, now: spool_core::Timestamp) -> Markup {
     html! {
         time datetime=(super::text::machine_time(t)) title=(super::text::time(t)) {
             (super::text::relative(t, now))
@@ -157,7 +157,7 @@ pub fn time_ago(t: spool_core::Timestamp, now: spool_core::Timestamp) -> Markup 
 }
 
 /// How long ago `t` was (`13 s`), with the exact UTC time in its tooltip.
-pub fn time_since(t: spool_core::Timestamp, now: spool_core::Timestamp) -> Markup {
+pub(super) fn time_since(t: spool_core::Timestamp, now: spool_core::Timestamp) -> Markup {
     html! {
         time datetime=(super::text::machine_time(t)) title=(super::text::time(t)) {
             (super::text::duration(now.since(t)))
@@ -166,6 +166,6 @@ pub fn time_since(t: spool_core::Timestamp, now: spool_core::Timestamp) -> Marku
 }
 
 /// A task state as a labelled badge (the colour only repeats the word).
-pub fn state_badge(state: spool_core::TaskState) -> Markup {
+pub(super) fn state_badge(state: spool_core::TaskState) -> Markup {
     html! { span class={ "badge state-" (state.as_str()) } { (state.as_str()) } }
 }

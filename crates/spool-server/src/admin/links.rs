@@ -8,7 +8,7 @@ use spool_core::{QueueName, TaskId, TaskState};
 
 /// Percent-encodes everything but RFC 3986's unreserved characters, so a
 /// value is safe in a path segment or a query.
-pub fn encode(s: &str) -> String {
+pub(super) fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -21,20 +21,20 @@ pub fn encode(s: &str) -> String {
     out
 }
 
-pub fn overview() -> String {
+pub(super) fn overview() -> String {
     "/".to_string()
 }
 
-pub fn schedules() -> String {
+pub(super) fn schedules() -> String {
     "/schedules".to_string()
 }
 
-pub fn queue(q: &QueueName) -> String {
+pub(super) fn queue(q: &QueueName) -> String {
     format!("/queues/{}", encode(q.as_str()))
 }
 
 /// A queue's page showing `state` (all states when `None`), from `cursor`.
-pub fn queue_page(q: &QueueName, state: Option<TaskState>, cursor: Option<&str>) -> String {
+pub(super) fn queue_page(q: &QueueName, state: Option<TaskState>, cursor: Option<&str>) -> String {
     let mut url = queue(q);
     let mut sep = '?';
     if let Some(s) = state {
@@ -48,20 +48,20 @@ pub fn queue_page(q: &QueueName, state: Option<TaskState>, cursor: Option<&str>)
 }
 
 /// A queue's action (`pause`, `resume`, `retry`).
-pub fn queue_action(q: &QueueName, action: &str) -> String {
+pub(super) fn queue_action(q: &QueueName, action: &str) -> String {
     format!("{}/{action}", queue(q))
 }
 
-pub fn task(id: TaskId) -> String {
+pub(super) fn task(id: TaskId) -> String {
     format!("/tasks/{id}")
 }
 
 /// A task's action (`retry`, `delete`).
-pub fn task_action(id: TaskId, action: &str) -> String {
+pub(super) fn task_action(id: TaskId, action: &str) -> String {
     format!("/tasks/{id}/{action}")
 }
 
-pub fn login(next: &str) -> String {
+pub(super) fn login(next: &str) -> String {
     if next == "/" {
         "/login".to_string()
     } else {
@@ -72,7 +72,7 @@ pub fn login(next: &str) -> String {
 /// Where to go after logging in: a path on this server, or the overview.
 /// Refuses what a browser would read as another host (`//evil`, `/\evil`)
 /// and anything with control characters.
-pub fn safe_next(next: Option<&str>) -> &str {
+pub(super) fn safe_next(next: Option<&str>) -> &str {
     match next {
         Some(n)
             if n.starts_with('/')

@@ -27,19 +27,19 @@ use crate::state::AppState;
 
 /// `?next=` of the login form: where to go after logging in.
 #[derive(Debug, Deserialize)]
-pub struct NextQuery {
+pub(super) struct NextQuery {
     next: Option<String>,
 }
 
 /// What the login form posts.
 #[derive(Debug, Deserialize)]
-pub struct LoginForm {
+pub(super) struct LoginForm {
     token: String,
     next: Option<String>,
 }
 
 /// `GET /login`.
-pub async fn form(
+pub(super) async fn form(
     who: Option<Extension<Principal>>,
     query: Result<ApiQuery<NextQuery>, ApiError>,
 ) -> Result<Response, PageError> {
@@ -54,7 +54,7 @@ pub async fn form(
 
 /// `POST /login`: a right token sets the session cookie and goes on to
 /// `next`; a wrong one shows the form again.
-pub async fn submit(
+pub(super) async fn submit(
     State(st): State<AppState>,
     Extension(throttle): Extension<Arc<Throttle>>,
     form: Result<Form<LoginForm>, axum::extract::rejection::FormRejection>,
@@ -82,7 +82,7 @@ pub async fn submit(
 }
 
 /// `POST /logout`: clears the cookie.
-pub async fn logout(State(st): State<AppState>, _: Checked) -> Result<Response, PageError> {
+pub(super) async fn logout(State(st): State<AppState>, _: Checked) -> Result<Response, PageError> {
     let mut res = layout::redirect("/login");
     let cookie = session::clear_cookie(secure_cookie(&st));
     res.headers_mut().insert(SET_COOKIE, header(&cookie)?);

@@ -50,10 +50,10 @@ mod text;
 mod throttle;
 mod viewer;
 
-pub use gate::admit;
+pub(crate) use gate::admit;
 
 /// Every admin route's template, `/` included; the auth middleware lets a session cookie in on these only.
-pub const ROUTES: &[&str] = &[
+pub(crate) const ROUTES: &[&str] = &[
     "/",
     "/queues/{queue}",
     "/queues/{queue}/pause",
@@ -69,20 +69,20 @@ pub const ROUTES: &[&str] = &[
 ];
 
 /// The routes anyone may load: the login form and the assets it needs.
-pub const PUBLIC_ROUTES: &[&str] = &["/login", "/assets/{file}"];
+pub(crate) const PUBLIC_ROUTES: &[&str] = &["/login", "/assets/{file}"];
 
 /// Largest form body an action accepts: a CSRF token, or a token to log in.
-pub const FORM_LIMIT: usize = 16 * 1024;
+pub(crate) const FORM_LIMIT: usize = 16 * 1024;
 
 /// The overview, `/`, with its OpenAPI description: the router documents
 /// it with the API's routes.
-pub fn documented_routes() -> OpenApiRouter<AppState> {
+pub(crate) fn documented_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(overview::page))
 }
 
 /// The admin routes but `/`, with the login's own throttle: one per
 /// router, which is one per server.
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/queues/{queue}", get(queue::page))
         .route("/queues/{queue}/pause", post(queue::pause))

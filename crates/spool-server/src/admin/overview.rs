@@ -33,7 +33,10 @@ const MIN_WINDOW: Duration = Duration::from_secs(30);
     tag = "system",
     responses((status = 200, description = "HTML", content_type = "text/html", body = String))
 )]
-pub async fn page(State(st): State<AppState>, viewer: Viewer) -> Result<Response, PageError> {
+pub(super) async fn page(
+    State(st): State<AppState>,
+    viewer: Viewer,
+) -> Result<Response, PageError> {
     let stats = st.call(st.store().stats()).await?;
     let now = Instant::now();
     let rates = st.monitor().rates(now);

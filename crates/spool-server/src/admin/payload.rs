@@ -12,13 +12,13 @@ use serde_json::value::RawValue;
 use spool_core::{Payload, PayloadFormat};
 
 /// Most payload bytes a page renders.
-pub const SHOWN: usize = 64 * 1024;
+pub(super) const SHOWN: usize = 64 * 1024;
 /// Deepest nesting that still indents further.
 const MAX_INDENT: usize = 32;
 
 /// What the page shows of a payload.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Shown {
+pub(super) struct Shown {
     /// `JSON`, `bytes, base64`, …
     pub format: &'static str,
     pub text: String,
@@ -26,7 +26,7 @@ pub struct Shown {
     pub cut_from: Option<usize>,
 }
 
-pub fn show(p: &Payload) -> Shown {
+pub(super) fn show(p: &Payload) -> Shown {
     let total = p.bytes.len();
     let cut_from = (total > SHOWN).then_some(total);
     let head = &p.bytes[..total.min(SHOWN)];
@@ -72,7 +72,7 @@ fn char_floor(s: &str, at: usize) -> usize {
 
 /// Indents valid JSON text by two spaces per level, keeping every token
 /// (strings, numbers) exactly as written.
-pub fn pretty(json: &str) -> String {
+pub(super) fn pretty(json: &str) -> String {
     let mut out = String::with_capacity(json.len() * 2);
     let mut depth = 0usize;
     let mut in_string = false;

@@ -20,7 +20,7 @@ use crate::extract::{ApiPath, ApiQuery};
 use crate::state::AppState;
 
 /// Tasks per page.
-pub const PAGE_SIZE: usize = 50;
+pub(super) const PAGE_SIZE: usize = 50;
 /// Longest cursor accepted (the store's are far shorter).
 const MAX_CURSOR: usize = 512;
 /// Longest error message shown in the list (the task page shows it whole).
@@ -28,7 +28,7 @@ const ERROR_PREVIEW: usize = 140;
 
 /// The query of a queue's page.
 #[derive(Debug, Deserialize)]
-pub struct QueueQuery {
+pub(super) struct QueueQuery {
     state: Option<String>,
     cursor: Option<String>,
     /// What the action before this page did.
@@ -38,7 +38,7 @@ pub struct QueueQuery {
 
 type PathIn = Result<ApiPath<QueueName>, ApiError>;
 
-pub async fn page(
+pub(super) async fn page(
     State(st): State<AppState>,
     viewer: Viewer,
     path: PathIn,
@@ -214,7 +214,7 @@ fn task_table(viewer: &Viewer, tasks: &[Task], state: Option<TaskState>, now: Ti
 }
 
 /// The time that matters for the task's state.
-pub fn when(t: &Task, now: Timestamp) -> Markup {
+pub(super) fn when(t: &Task, now: Timestamp) -> Markup {
     html! {
         @match (t.state, &t.lease) {
             (TaskState::Scheduled, _) => { "runs " (time_ago(t.run_at, now)) }
@@ -266,7 +266,7 @@ fn kinds_table(q: &QueueStats) -> Markup {
 }
 
 /// `POST /queues/{queue}/pause`.
-pub async fn pause(
+pub(super) async fn pause(
     State(st): State<AppState>,
     path: PathIn,
     _: Checked,
@@ -275,7 +275,7 @@ pub async fn pause(
 }
 
 /// `POST /queues/{queue}/resume`.
-pub async fn resume(
+pub(super) async fn resume(
     State(st): State<AppState>,
     path: PathIn,
     _: Checked,
@@ -294,7 +294,7 @@ async fn set_paused(st: AppState, path: PathIn, paused: bool) -> Result<Response
 }
 
 /// `POST /queues/{queue}/retry`: every dead task becomes ready.
-pub async fn retry_dead(
+pub(super) async fn retry_dead(
     State(st): State<AppState>,
     path: PathIn,
     _: Checked,

@@ -15,7 +15,10 @@ use super::viewer::Viewer;
 use super::{links, text};
 use crate::state::AppState;
 
-pub async fn page(State(st): State<AppState>, viewer: Viewer) -> Result<Response, PageError> {
+pub(super) async fn page(
+    State(st): State<AppState>,
+    viewer: Viewer,
+) -> Result<Response, PageError> {
     let schedules = st.call(st.store().list_schedules()).await?;
     let now = st.call(st.store().now()).await?;
     // A schedule's queue exists once something was enqueued in it: link

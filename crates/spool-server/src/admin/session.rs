@@ -28,9 +28,9 @@ use crate::auth::Principal;
 use crate::error::ApiError;
 
 /// The cookie's name.
-pub const COOKIE_NAME: &str = "spool_session";
+pub(super) const COOKIE_NAME: &str = "spool_session";
 /// How long a login lasts.
-pub const SESSION_TTL: Duration = Duration::from_secs(12 * 60 * 60);
+pub(super) const SESSION_TTL: Duration = Duration::from_secs(12 * 60 * 60);
 /// How far in the future an issue time may be (clocks of several nodes).
 const CLOCK_SKEW_MS: i64 = 60_000;
 
@@ -45,7 +45,7 @@ fn csrf_subject(who: &Principal) -> Option<&str> {
 }
 
 /// The signing key: derived from the token, or random per process.
-pub fn key(token: Option<&str>) -> Result<hmac::Key, ApiError> {
+pub(super) fn key(token: Option<&str>) -> Result<hmac::Key, ApiError> {
     match token {
         Some(token) => {
             let root = hmac::Key::new(hmac::HMAC_SHA256, token.as_bytes());
@@ -82,7 +82,7 @@ fn session_tag(key: &hmac::Key, id: &str) -> hmac::Tag {
 }
 
 /// A fresh session cookie value.
-pub fn new_session(key: &hmac::Key) -> Result<String, ApiError> {
+pub(super) fn new_session(key: &hmac::Key) -> Result<String, ApiError> {
     let nonce: String = random::<16>()?.iter().map(|b| format!("{b:02x}")).collect();
     let id = format!("{}.{nonce}", now_ms());
     let tag = URL_SAFE_NO_PAD.encode(session_tag(key, &id));
@@ -102,7 +102,7 @@ fn verify_session(key: &hmac::Key, value: &str, now_ms: i64) -> Option<String> {
 }
 
 /// The id of the first valid session cookie among the request's cookies.
-pub fn session_of(key: &hmac::Key, headers: &HeaderMap) -> Option<String> {
+pub(super) fn session_of(key: &hmac::Key, headers: &HeaderMap) -> Option<String> {
     let now = now_ms();
     headers
         .get_all(COOKIE)
@@ -115,27 +115,27 @@ pub fn session_of(key: &hmac::Key, headers: &HeaderMap) -> Option<String> {
 
 /// The `Set-Cookie` value that starts a session. `Secure` when the server
 /// speaks TLS itself.
-pub fn set_cookie(value: &str, secure: bool) -> String {
+pub(super) fn set_cookie(value: &str, secure: bool) -> String {
     let max_age = SESSION_TTL.as_secs();
     let secure = if secure { "; Secure" } else { "" };
     format!("{COOKIE_NAME}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}")
 }
 
 /// The `Set-Cookie` value that ends a session.
-pub fn clear_cookie(secure: bool) -> String {
+pub(super) fn clear_cookie(secure: bool) -> String {
     let secure = if secure { "; Secure" } else { "" };
     format!("{COOKIE_NAME}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}")
 }
 
 /// The CSRF token of `who`'s forms; `None` for who may not act.
-pub fn csrf_token(key: &hmac::Key, who: &Principal) -> Option<String> {
+pub(super) fn csrf_token(key: &hmac::Key, who: &Principal) -> Option<String> {
     let subject = csrf_subject(who)?;
     let tag = hmac::sign(key, format!("csrf\0{subject}").as_bytes());
     Some(URL_SAFE_NO_PAD.encode(tag))
 }
 
 /// Whether `given` is `who`'s CSRF token (compared in constant time).
-pub fn csrf_ok(key: &hmac::Key, who: &Principal, given: &str) -> bool {
+pub(super) fn csrf_ok(key: &hmac::Key, who: &Principal, given: &str) -> bool {
     let Some(subject) = csrf_subject(who) else {
         return false;
     };

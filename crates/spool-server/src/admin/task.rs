@@ -19,14 +19,14 @@ use crate::state::AppState;
 
 /// The query of a task's page.
 #[derive(Debug, Deserialize)]
-pub struct TaskQuery {
+pub(super) struct TaskQuery {
     /// What the action before this page did.
     done: Option<String>,
 }
 
 type PathIn = Result<ApiPath<TaskId>, ApiError>;
 
-pub async fn page(
+pub(super) async fn page(
     State(st): State<AppState>,
     viewer: Viewer,
     path: PathIn,
@@ -164,7 +164,7 @@ fn errors(t: &Task, now: Timestamp) -> Markup {
 }
 
 /// `POST /tasks/{id}/retry`: a dead task becomes ready.
-pub async fn retry(
+pub(super) async fn retry(
     State(st): State<AppState>,
     path: PathIn,
     _: Checked,
@@ -180,7 +180,7 @@ pub async fn retry(
 /// `POST /tasks/{id}/delete`: deletes a dead task. Only dead ones: the page
 /// offers nothing else, and a task that came back to life since the page
 /// was shown is not what the operator chose to delete.
-pub async fn delete(
+pub(super) async fn delete(
     State(st): State<AppState>,
     path: PathIn,
     _: Checked,

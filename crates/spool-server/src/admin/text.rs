@@ -11,7 +11,7 @@ use spool_core::Timestamp;
 use crate::rfc3339;
 
 /// `1234567` as `1,234,567`.
-pub fn count(n: u64) -> String {
+pub(super) fn count(n: u64) -> String {
     let digits = n.to_string();
     let head = match digits.len() % 3 {
         0 => 3,
@@ -28,12 +28,12 @@ pub fn count(n: u64) -> String {
 
 /// RFC 3339 with milliseconds, for `<time datetime>`; the raw milliseconds
 /// for instants RFC 3339 cannot express.
-pub fn machine_time(t: Timestamp) -> String {
+pub(super) fn machine_time(t: Timestamp) -> String {
     rfc3339::format(t).unwrap_or_else(|_| format!("{} ms", t.as_millis()))
 }
 
 /// `2026-11-21 23:59:00 UTC`.
-pub fn time(t: Timestamp) -> String {
+pub(super) fn time(t: Timestamp) -> String {
     let text = rfc3339::format(t).ok();
     match text.as_deref().map(|s| (s.get(..10), s.get(11..19))) {
         Some((Some(date), Some(clock))) => format!("{date} {clock} UTC"),
@@ -42,7 +42,7 @@ pub fn time(t: Timestamp) -> String {
 }
 
 /// A span for people: `850 ms`, `42 s`, `3 min 5 s`, `2 h 10 min`, `3 d 4 h`.
-pub fn duration(d: Duration) -> String {
+pub(super) fn duration(d: Duration) -> String {
     let ms = d.as_millis();
     let s = d.as_secs();
     match s {
@@ -63,7 +63,7 @@ fn two(a: u64, unit_a: &str, b: u64, unit_b: &str) -> String {
 }
 
 /// `12 s ago`, `in 3 min`, or `now`, relative to the store's `now`.
-pub fn relative(t: Timestamp, now: Timestamp) -> String {
+pub(super) fn relative(t: Timestamp, now: Timestamp) -> String {
     if t.as_millis().abs_diff(now.as_millis()) < 1000 {
         "now".to_string()
     } else if t < now {
@@ -74,7 +74,7 @@ pub fn relative(t: Timestamp, now: Timestamp) -> String {
 }
 
 /// Tasks per second: `0`, `0.25/s`, `12/s`, `3.4k/s`.
-pub fn rate(per_s: f64) -> String {
+pub(super) fn rate(per_s: f64) -> String {
     if !per_s.is_finite() || per_s <= 0.0 {
         "0/s".to_string()
     } else if per_s < 10.0 {
@@ -87,7 +87,7 @@ pub fn rate(per_s: f64) -> String {
 }
 
 /// `n` with the noun in the right number: `1 task`, `3 tasks`.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
+pub(super) fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", count(n), if n == 1 { one } else { many })
 }
 

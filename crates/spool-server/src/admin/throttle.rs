@@ -9,13 +9,13 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Wrong tries allowed at once.
-pub const BURST: f64 = 10.0;
+pub(super) const BURST: f64 = 10.0;
 /// Wrong tries allowed a minute after the burst.
-pub const PER_MINUTE: f64 = 10.0;
+pub(super) const PER_MINUTE: f64 = 10.0;
 
 /// A token bucket of wrong tries.
 #[derive(Debug)]
-pub struct Throttle {
+pub(super) struct Throttle {
     /// Tries left, and when they were counted.
     bucket: Mutex<(f64, Instant)>,
 }
@@ -30,7 +30,7 @@ impl Default for Throttle {
 
 impl Throttle {
     /// `Err(wait)` while no try is left: how long until one is.
-    pub fn check(&self) -> Result<(), Duration> {
+    pub(super) fn check(&self) -> Result<(), Duration> {
         let mut b = self.bucket.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         let refilled = b.0 + now.duration_since(b.1).as_secs_f64() * PER_MINUTE / 60.0;
@@ -43,7 +43,7 @@ impl Throttle {
     }
 
     /// Counts a wrong try.
-    pub fn failed(&self) {
+    pub(super) fn failed(&self) {
         let mut b = self.bucket.lock().unwrap_or_else(PoisonError::into_inner);
         b.0 = (b.0 - 1.0).max(0.0);
     }

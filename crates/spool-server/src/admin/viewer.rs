@@ -21,7 +21,7 @@ use crate::state::AppState;
 
 /// Who is looking at a page, and the CSRF token for its forms.
 #[derive(Clone, Debug)]
-pub struct Viewer {
+pub(super) struct Viewer {
     pub who: Principal,
     pub csrf: Option<String>,
 }
@@ -52,7 +52,7 @@ struct CsrfField {
 
 /// An action whose form carried the viewer's CSRF token.
 #[derive(Debug)]
-pub struct Checked;
+pub(super) struct Checked;
 
 impl FromRequest<AppState> for Checked {
     type Rejection = PageError;

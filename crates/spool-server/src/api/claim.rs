@@ -22,7 +22,7 @@ use crate::wire::{self, TasksJson};
 /// What a worker asks for.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ClaimBody {
+pub(super) struct ClaimBody {
     /// The worker's id (1..256 bytes), recorded as the lease owner.
     pub worker: String,
     /// 1..1000, default 1.
@@ -70,7 +70,7 @@ fn claim_request(queue: QueueName, body: ClaimBody) -> Result<ClaimRequest, ApiE
         (status = 200, description = "Leased tasks in claim order (empty when none is ready or the queue is paused)", body = TasksJson),
     )
 )]
-pub async fn claim(
+pub(super) async fn claim(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
     ApiJson(body): ApiJson<ClaimBody>,

@@ -25,7 +25,7 @@ use crate::wire::{self, PayloadIn};
 /// `run_at` and `delay_ms`. Without a payload the task carries JSON `null`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EnqueueItem<'a> {
+pub(super) struct EnqueueItem<'a> {
     /// Handler name; defaults to the queue's name.
     #[schema(value_type = Option<String>)]
     kind: Option<Kind>,
@@ -57,7 +57,7 @@ pub struct EnqueueItem<'a> {
 /// `{"tasks": [...]}`: an atomic batch of at most 10,000 tasks.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EnqueueBatch<'a> {
+pub(super) struct EnqueueBatch<'a> {
     #[serde(borrow, deserialize_with = "wire::at_most_max_batch")]
     tasks: Vec<EnqueueItem<'a>>,
 }
@@ -73,7 +73,7 @@ struct Shape<'a> {
 
 /// The request body: one task or a batch (documentation only; parsing is
 /// done by [`parse`] so payloads stay raw).
-pub struct EnqueueRequest;
+pub(super) struct EnqueueRequest;
 
 impl PartialSchema for EnqueueRequest {
     fn schema() -> RefOr<Schema> {
@@ -94,7 +94,7 @@ impl ToSchema for EnqueueRequest {
 
 /// The outcome of one item.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct EnqueuedJson {
+pub(super) struct EnqueuedJson {
     pub id: u64,
     /// True when the key matched a live or recently completed task: nothing
     /// was created and `id` is that task's.
@@ -103,7 +103,7 @@ pub struct EnqueuedJson {
 
 /// Per-item outcomes, in request order.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct EnqueueResponse {
+pub(super) struct EnqueueResponse {
     pub tasks: Vec<EnqueuedJson>,
 }
 
@@ -175,7 +175,7 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
         (status = 413, description = "A payload exceeds the queue's max_payload", body = ErrorBody),
     )
 )]
-pub async fn enqueue(
+pub(super) async fn enqueue(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
     body: JsonBody,

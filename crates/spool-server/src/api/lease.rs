@@ -23,7 +23,7 @@ use crate::wire::{self, TaskJson};
 /// `{token, reschedule_at?}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AckBody {
+pub(super) struct AckBody {
     pub token: String,
     /// Instead of completing, re-arm the task as scheduled at this time with
     /// `attempt = 0`.
@@ -34,7 +34,7 @@ pub struct AckBody {
 /// `{token, message, retry_at?, discard?}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FailBody {
+pub(super) struct FailBody {
     pub token: String,
     /// Recorded in the task's errors (cut to 4 KiB).
     pub message: String,
@@ -49,14 +49,14 @@ pub struct FailBody {
 /// `{token}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReleaseBody {
+pub(super) struct ReleaseBody {
     pub token: String,
 }
 
 /// `{token, lease_ms}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ExtendBody {
+pub(super) struct ExtendBody {
     pub token: String,
     /// The lease now expires this long from now.
     #[schema(minimum = 1)]
@@ -66,7 +66,7 @@ pub struct ExtendBody {
 /// `{token, run_at}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SnoozeBody {
+pub(super) struct SnoozeBody {
     pub token: String,
     /// When the task becomes claimable again (RFC 3339).
     #[schema(format = DateTime)]
@@ -82,7 +82,7 @@ pub struct SnoozeBody {
     request_body = AckBody,
     responses((status = 204, description = "Completed or re-armed"))
 )]
-pub async fn ack(
+pub(super) async fn ack(
     State(st): State<AppState>,
     ApiPath(id): ApiPath<TaskId>,
     ApiJson(body): ApiJson<AckBody>,
@@ -107,7 +107,7 @@ pub async fn ack(
     request_body = FailBody,
     responses((status = 200, description = "The task after the failure", body = TaskJson))
 )]
-pub async fn fail(
+pub(super) async fn fail(
     State(st): State<AppState>,
     ApiPath(id): ApiPath<TaskId>,
     ApiJson(body): ApiJson<FailBody>,
@@ -140,7 +140,7 @@ pub async fn fail(
     request_body = ReleaseBody,
     responses((status = 204, description = "Released"))
 )]
-pub async fn release(
+pub(super) async fn release(
     State(st): State<AppState>,
     ApiPath(id): ApiPath<TaskId>,
     ApiJson(body): ApiJson<ReleaseBody>,
@@ -159,7 +159,7 @@ pub async fn release(
     request_body = ExtendBody,
     responses((status = 200, description = "The task with its new expiry", body = TaskJson))
 )]
-pub async fn extend(
+pub(super) async fn extend(
     State(st): State<AppState>,
     ApiPath(id): ApiPath<TaskId>,
     ApiJson(body): ApiJson<ExtendBody>,
@@ -180,7 +180,7 @@ pub async fn extend(
     request_body = SnoozeBody,
     responses((status = 200, description = "The snoozed task", body = TaskJson))
 )]
-pub async fn snooze(
+pub(super) async fn snooze(
     State(st): State<AppState>,
     ApiPath(id): ApiPath<TaskId>,
     ApiJson(body): ApiJson<SnoozeBody>,
@@ -194,7 +194,7 @@ pub async fn snooze(
 /// One item of a batch ack.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AckItem {
+pub(super) struct AckItem {
     pub id: u64,
     pub token: String,
 }
@@ -202,14 +202,14 @@ pub struct AckItem {
 /// `{"acks": [{id, token}]}`: at most 10,000 items.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BatchAckBody {
+pub(super) struct BatchAckBody {
     #[serde(deserialize_with = "wire::at_most_max_batch")]
     pub acks: Vec<AckItem>,
 }
 
 /// The outcome of one item: 204 done, 404 gone, 409 lease lost.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AckResult {
+pub(super) struct AckResult {
     pub id: u64,
     pub status: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -218,7 +218,7 @@ pub struct AckResult {
 
 /// `{"results": [...]}`, in request order.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct BatchAckResponse {
+pub(super) struct BatchAckResponse {
     pub results: Vec<AckResult>,
 }
 
@@ -252,7 +252,7 @@ fn item_result(id: u64, outcome: Result<(), StoreError>) -> AckResult {
     request_body = BatchAckBody,
     responses((status = 200, description = "Per-item results in request order", body = BatchAckResponse))
 )]
-pub async fn ack_many(
+pub(super) async fn ack_many(
     State(st): State<AppState>,
     ApiJson(body): ApiJson<BatchAckBody>,
 ) -> Result<Json<BatchAckResponse>, ApiError> {

@@ -16,7 +16,7 @@ use crate::wire::{self, StateName, TaskJson};
 /// The order of a list.
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum OrderName {
+pub(super) enum OrderName {
     /// Oldest id first (the default).
     Id,
     /// Most attempts first, then id.
@@ -27,7 +27,7 @@ pub enum OrderName {
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ListQuery {
+pub(super) struct ListQuery {
     /// Only tasks in this state.
     pub state: Option<StateName>,
     pub order: Option<OrderName>,
@@ -40,7 +40,7 @@ pub struct ListQuery {
 
 /// A page of tasks.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct TaskPageJson {
+pub(super) struct TaskPageJson {
     pub tasks: Vec<TaskJson>,
     /// Where the next page starts; null on the last page.
     pub next_cursor: Option<String>,
@@ -54,7 +54,7 @@ pub struct TaskPageJson {
     params(("queue" = String, Path, description = "Queue name"), ListQuery),
     responses((status = 200, description = "One page", body = TaskPageJson))
 )]
-pub async fn list(
+pub(super) async fn list(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
     ApiQuery(q): ApiQuery<ListQuery>,

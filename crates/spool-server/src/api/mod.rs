@@ -27,7 +27,7 @@ pub(crate) mod token;
 struct QuerySchemas;
 
 /// Every route, documented.
-pub fn routes() -> OpenApiRouter<AppState> {
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(QuerySchemas::openapi())
         .routes(routes!(enqueue::enqueue, list::list))
         .routes(routes!(claim::claim))

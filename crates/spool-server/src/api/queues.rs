@@ -16,7 +16,7 @@ use crate::state::AppState;
 
 /// Task counts per state.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct CountsJson {
+pub(super) struct CountsJson {
     pub scheduled: u64,
     pub ready: u64,
     pub leased: u64,
@@ -36,7 +36,7 @@ impl From<StateCounts> for CountsJson {
 
 /// One queue in the overview.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct QueueJson {
+pub(super) struct QueueJson {
     pub name: String,
     pub paused: bool,
     pub counts: CountsJson,
@@ -48,7 +48,7 @@ pub struct QueueJson {
 
 /// `{"queues": [...]}`, by name.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct QueuesJson {
+pub(super) struct QueuesJson {
     pub queues: Vec<QueueJson>,
 }
 
@@ -77,7 +77,7 @@ impl From<QueueStats> for QueueJson {
     tag = "queues",
     responses((status = 200, description = "Every queue", body = QueuesJson))
 )]
-pub async fn overview(State(st): State<AppState>) -> Result<Json<QueuesJson>, ApiError> {
+pub(super) async fn overview(State(st): State<AppState>) -> Result<Json<QueuesJson>, ApiError> {
     let stats = st.call(st.store().stats()).await?;
     Ok(Json(QueuesJson {
         queues: stats.into_iter().map(Into::into).collect(),
@@ -92,7 +92,7 @@ pub async fn overview(State(st): State<AppState>) -> Result<Json<QueuesJson>, Ap
     params(("queue" = String, Path, description = "Queue name")),
     responses((status = 204, description = "Paused"))
 )]
-pub async fn pause(
+pub(super) async fn pause(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
 ) -> Result<StatusCode, ApiError> {
@@ -108,7 +108,7 @@ pub async fn pause(
     params(("queue" = String, Path, description = "Queue name")),
     responses((status = 204, description = "Resumed"))
 )]
-pub async fn resume(
+pub(super) async fn resume(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
 ) -> Result<StatusCode, ApiError> {
@@ -118,7 +118,7 @@ pub async fn resume(
 
 /// `{"retried": n}`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct RetriedJson {
+pub(super) struct RetriedJson {
     pub retried: u64,
 }
 
@@ -130,7 +130,7 @@ pub struct RetriedJson {
     params(("queue" = String, Path, description = "Queue name")),
     responses((status = 200, description = "How many tasks were retried", body = RetriedJson))
 )]
-pub async fn retry_dead(
+pub(super) async fn retry_dead(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
 ) -> Result<Json<RetriedJson>, ApiError> {

@@ -27,7 +27,7 @@ use crate::wire::{self, PayloadIn};
 /// A schedule. Exactly one of `payload` and `payload_base64`, and one of
 /// `every_ms` and `cron`, is present.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ScheduleJson {
+pub(super) struct ScheduleJson {
     pub name: String,
     pub queue: String,
     /// The kind of each tick's task; null means the queue's name.
@@ -58,14 +58,14 @@ pub struct ScheduleJson {
 
 /// `{"schedules": [...]}`, by name.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SchedulesJson {
+pub(super) struct SchedulesJson {
     pub schedules: Vec<ScheduleJson>,
 }
 
 /// A schedule to create or replace. Replacing keeps its firing state.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ScheduleBody {
+pub(super) struct ScheduleBody {
     /// Optional: when given, must be the name in the path.
     name: Option<String>,
     #[schema(value_type = String)]
@@ -95,7 +95,7 @@ pub struct ScheduleBody {
 /// `{"tick": timestamp}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FireBody {
+pub(super) struct FireBody {
     /// The tick to fire (RFC 3339): a tick of the schedule, not in the
     /// future.
     #[schema(format = DateTime)]
@@ -104,7 +104,7 @@ pub struct FireBody {
 
 /// Whether this call fired the tick.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct FireJson {
+pub(super) struct FireJson {
     /// False when the tick (or a later one) was already fired.
     pub fired: bool,
     /// The tick's task, when fired.
@@ -196,7 +196,7 @@ fn schedule_json(s: &Schedule) -> Result<ScheduleJson, ApiError> {
     request_body = ScheduleBody,
     responses((status = 200, description = "The schedule now in force", body = ScheduleJson))
 )]
-pub async fn put_schedule(
+pub(super) async fn put_schedule(
     State(st): State<AppState>,
     ApiPath(name): ApiPath<Kind>,
     ApiJson(body): ApiJson<ScheduleBody>,
@@ -213,7 +213,9 @@ pub async fn put_schedule(
     tag = "schedules",
     responses((status = 200, description = "Every schedule, by name", body = SchedulesJson))
 )]
-pub async fn list_schedules(State(st): State<AppState>) -> Result<Json<SchedulesJson>, ApiError> {
+pub(super) async fn list_schedules(
+    State(st): State<AppState>,
+) -> Result<Json<SchedulesJson>, ApiError> {
     let list = st.call(st.store().list_schedules()).await?;
     let schedules = list.iter().map(schedule_json).collect::<Result<_, _>>()?;
     Ok(Json(SchedulesJson { schedules }))
@@ -227,7 +229,7 @@ pub async fn list_schedules(State(st): State<AppState>) -> Result<Json<Schedules
     params(("name" = String, Path, description = "Schedule name")),
     responses((status = 204, description = "Deleted"))
 )]
-pub async fn delete_schedule(
+pub(super) async fn delete_schedule(
     State(st): State<AppState>,
     ApiPath(name): ApiPath<Kind>,
 ) -> Result<StatusCode, ApiError> {
@@ -245,7 +247,7 @@ pub async fn delete_schedule(
     request_body = FireBody,
     responses((status = 200, description = "Whether this call fired the tick", body = FireJson))
 )]
-pub async fn fire_schedule(
+pub(super) async fn fire_schedule(
     State(st): State<AppState>,
     ApiPath(name): ApiPath<Kind>,
     ApiJson(body): ApiJson<FireBody>,

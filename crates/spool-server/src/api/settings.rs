@@ -39,7 +39,7 @@ fn change(body: SettingsBody) -> Result<QueueChange, StoreError> {
     request_body = SettingsBody,
     responses((status = 200, description = "The settings now in force", body = SettingsJson))
 )]
-pub async fn put_settings(
+pub(super) async fn put_settings(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
     ApiJson(body): ApiJson<SettingsBody>,
@@ -58,7 +58,7 @@ pub async fn put_settings(
     params(("queue" = String, Path, description = "Queue name")),
     responses((status = 200, description = "The queue's settings", body = SettingsJson))
 )]
-pub async fn get_settings(
+pub(super) async fn get_settings(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
 ) -> Result<Json<SettingsJson>, ApiError> {

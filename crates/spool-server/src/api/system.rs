@@ -21,7 +21,7 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `{"status": "ok"}`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct HealthJson {
+pub(super) struct HealthJson {
     #[schema(example = "ok")]
     pub status: &'static str,
 }
@@ -38,7 +38,7 @@ pub struct HealthJson {
         (status = 503, description = "The store is down", body = ErrorBody),
     )
 )]
-pub async fn healthz(State(st): State<AppState>) -> Result<Json<HealthJson>, ApiError> {
+pub(super) async fn healthz(State(st): State<AppState>) -> Result<Json<HealthJson>, ApiError> {
     match tokio::time::timeout(HEALTH_TIMEOUT, st.store().now()).await {
         Ok(Ok(_)) if !st.store_seems_down() => Ok(Json(HealthJson { status: "ok" })),
         Ok(Ok(_)) => {
@@ -54,7 +54,7 @@ pub async fn healthz(State(st): State<AppState>) -> Result<Json<HealthJson>, Api
 
 /// `{"now": timestamp}`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct TimeJson {
+pub(super) struct TimeJson {
     /// The store's clock (RFC 3339, UTC, milliseconds).
     #[schema(format = DateTime, example = "2026-11-21T23:59:00.123Z")]
     pub now: String,
@@ -68,7 +68,7 @@ pub struct TimeJson {
     tag = "system",
     responses((status = 200, description = "The store's current time", body = TimeJson))
 )]
-pub async fn time(State(st): State<AppState>) -> Result<Json<TimeJson>, ApiError> {
+pub(super) async fn time(State(st): State<AppState>) -> Result<Json<TimeJson>, ApiError> {
     let now = st.call(st.store().now()).await?;
     Ok(Json(TimeJson {
         now: rfc3339::format(now)?,
@@ -83,7 +83,7 @@ pub async fn time(State(st): State<AppState>) -> Result<Json<TimeJson>, ApiError
     tag = "system",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4", body = String))
 )]
-pub async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
+pub(super) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
     match st.call(st.store().stats()).await {
         Ok(stats) => metrics::refresh_gauges(&stats),
         // Counters are still worth serving while the store is down.
@@ -108,7 +108,7 @@ pub(crate) struct ApiDocument(pub(crate) Arc<utoipa::openapi::OpenApi>);
     tag = "system",
     responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json", body = Object))
 )]
-pub async fn openapi(Extension(doc): Extension<ApiDocument>) -> Result<Response, ApiError> {
+pub(super) async fn openapi(Extension(doc): Extension<ApiDocument>) -> Result<Response, ApiError> {
     let text = doc
         .0
         .to_json()

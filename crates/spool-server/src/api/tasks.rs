@@ -19,7 +19,7 @@ use crate::wire::{self, PayloadIn, TaskJson};
 /// leased can be changed (else 409 `lease_held`).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PatchBody<'a> {
+pub(super) struct PatchBody<'a> {
     #[serde(default, borrow, deserialize_with = "wire::present_raw")]
     #[schema(value_type = Option<Value>)]
     payload: Option<&'a RawValue>,
@@ -71,7 +71,7 @@ async fn cancel(st: &AppState, task: TaskRef) -> Result<StatusCode, ApiError> {
     params(("id" = u64, Path, description = "Task id")),
     responses((status = 200, description = "The task (lease without token)", body = TaskJson))
 )]
-pub async fn get_by_id(
+pub(super) async fn get_by_id(
     State(st): State<AppState>,
     ApiPath(id): ApiPath<TaskId>,
 ) -> Result<Json<TaskJson>, ApiError> {
@@ -87,7 +87,7 @@ pub async fn get_by_id(
     request_body = PatchBody<'_>,
     responses((status = 200, description = "The updated task", body = TaskJson))
 )]
-pub async fn update_by_id(
+pub(super) async fn update_by_id(
     State(st): State<AppState>,
     ApiPath(id): ApiPath<TaskId>,
     body: JsonBody,
@@ -103,7 +103,7 @@ pub async fn update_by_id(
     params(("id" = u64, Path, description = "Task id")),
     responses((status = 204, description = "Cancelled"))
 )]
-pub async fn cancel_by_id(
+pub(super) async fn cancel_by_id(
     State(st): State<AppState>,
     ApiPath(id): ApiPath<TaskId>,
 ) -> Result<StatusCode, ApiError> {
@@ -121,7 +121,7 @@ pub async fn cancel_by_id(
     ),
     responses((status = 200, description = "The task (lease without token)", body = TaskJson))
 )]
-pub async fn get_by_key(
+pub(super) async fn get_by_key(
     State(st): State<AppState>,
     ApiPath((queue, key)): ApiPath<(QueueName, TaskKey)>,
 ) -> Result<Json<TaskJson>, ApiError> {
@@ -140,7 +140,7 @@ pub async fn get_by_key(
     request_body = PatchBody<'_>,
     responses((status = 200, description = "The updated task", body = TaskJson))
 )]
-pub async fn update_by_key(
+pub(super) async fn update_by_key(
     State(st): State<AppState>,
     ApiPath((queue, key)): ApiPath<(QueueName, TaskKey)>,
     body: JsonBody,
@@ -159,7 +159,7 @@ pub async fn update_by_key(
     ),
     responses((status = 204, description = "Cancelled"))
 )]
-pub async fn cancel_by_key(
+pub(super) async fn cancel_by_key(
     State(st): State<AppState>,
     ApiPath((queue, key)): ApiPath<(QueueName, TaskKey)>,
 ) -> Result<StatusCode, ApiError> {
@@ -174,7 +174,7 @@ pub async fn cancel_by_key(
     params(("id" = u64, Path, description = "Task id")),
     responses((status = 200, description = "The task, now ready", body = TaskJson))
 )]
-pub async fn retry(
+pub(super) async fn retry(
     State(st): State<AppState>,
     ApiPath(id): ApiPath<TaskId>,
 ) -> Result<Json<TaskJson>, ApiError> {

@@ -10,7 +10,11 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The token as the store knows it, or the error a wrong token gets.
-pub async fn resolve(st: &AppState, id: TaskId, token: &str) -> Result<LeaseToken, ApiError> {
+pub(crate) async fn resolve(
+    st: &AppState,
+    id: TaskId,
+    token: &str,
+) -> Result<LeaseToken, ApiError> {
     if let Some(t) = parse(token) {
         return Ok(t);
     }
@@ -19,7 +23,7 @@ pub async fn resolve(st: &AppState, id: TaskId, token: &str) -> Result<LeaseToke
 }
 
 /// Exactly 16 hex digits, as the store writes them.
-pub fn parse(token: &str) -> Option<LeaseToken> {
+pub(crate) fn parse(token: &str) -> Option<LeaseToken> {
     if token.len() != 16 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }

@@ -21,7 +21,7 @@ use crate::wire;
 
 /// A command a connection can run.
 #[derive(Debug)]
-pub enum Command {
+pub(super) enum Command {
     Ping(Option<Bytes>),
     Echo(Bytes),
     /// `HELLO [protover [AUTH user pass] [SETNAME name]]`.
@@ -85,7 +85,7 @@ pub enum Command {
 
 /// `CLAIM`'s options; the worker defaults to the connection's name.
 #[derive(Debug)]
-pub struct ClaimArgs {
+pub(super) struct ClaimArgs {
     pub queue: QueueName,
     pub max: u32,
     pub wait: Duration,
@@ -97,7 +97,7 @@ pub struct ClaimArgs {
 
 impl Command {
     /// Commands a connection may send before `AUTH` when a token is set.
-    pub fn is_open(&self) -> bool {
+    pub(super) fn is_open(&self) -> bool {
         matches!(
             self,
             Command::Ping(_) | Command::Hello { .. } | Command::Auth(_) | Command::Quit
@@ -108,7 +108,7 @@ impl Command {
 type Parsed = Result<Command, StoreError>;
 
 /// Parses `args` (the command name first; never empty).
-pub fn parse(args: &[Bytes]) -> Parsed {
+pub(super) fn parse(args: &[Bytes]) -> Parsed {
     let (name, rest) = args
         .split_first()
         .ok_or_else(|| StoreError::bad_request("empty command"))?;
@@ -223,7 +223,7 @@ pub fn parse(args: &[Bytes]) -> Parsed {
 
 /// `BINARY` keeps the bytes as binary whatever they look like; without it
 /// the payload rule below decides.
-pub fn payload_as(bytes: Bytes, binary: bool) -> Payload {
+pub(super) fn payload_as(bytes: Bytes, binary: bool) -> Payload {
     if binary {
         Payload::binary(bytes)
     } else {
@@ -234,7 +234,7 @@ pub fn payload_as(bytes: Bytes, binary: bool) -> Payload {
 /// The payload rule: bytes that are valid JSON are kept as JSON (and read
 /// back over HTTP as `payload`); any other bytes as binary (read back as
 /// `payload_base64`). Over RESP both come back as the bytes given.
-pub fn payload(bytes: Bytes) -> Payload {
+pub(super) fn payload(bytes: Bytes) -> Payload {
     if serde_json::from_slice::<&RawValue>(&bytes).is_ok() {
         Payload::json(bytes)
     } else {

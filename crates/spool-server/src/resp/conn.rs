@@ -26,7 +26,7 @@ const READ_CHUNK: usize = 16 * 1024;
 
 /// Serves one connection until the client closes it, sends `QUIT`, breaks
 /// the protocol, times out or `closing` fires while it is idle.
-pub async fn serve<S>(
+pub(super) async fn serve<S>(
     mut io: S,
     st: AppState,
     limits: RespLimits,

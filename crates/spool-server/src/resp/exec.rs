@@ -26,7 +26,7 @@ use crate::state::AppState;
 
 /// What a connection remembers between commands.
 #[derive(Debug)]
-pub struct Session {
+pub(super) struct Session {
     pub proto: Proto,
     pub authed: bool,
     /// The default worker name of `CLAIM`: `CLIENT SETNAME`, else the peer.
@@ -38,7 +38,12 @@ pub struct Session {
 
 /// Runs `frames` in order and writes their answers to `out`. Stops after
 /// `QUIT`.
-pub async fn round(st: &AppState, s: &mut Session, frames: Vec<Vec<Bytes>>, out: &mut BytesMut) {
+pub(super) async fn round(
+    st: &AppState,
+    s: &mut Session,
+    frames: Vec<Vec<Bytes>>,
+    out: &mut BytesMut,
+) {
     let parsed: Vec<_> = frames.iter().map(|args| command::parse(args)).collect();
     let mut cmds = parsed.into_iter().peekable();
     while let Some(parsed) = cmds.next() {
@@ -375,7 +380,7 @@ fn check_token(st: &AppState, s: &mut Session, given: &[u8]) -> Result<(), Reply
 }
 
 /// What a command that needs a token gets before `AUTH`.
-pub fn unauthorized() -> Reply {
+pub(super) fn unauthorized() -> Reply {
     Reply::error(
         "unauthorized",
         "authentication required: send AUTH <token> (or HELLO 3 AUTH default <token>)",

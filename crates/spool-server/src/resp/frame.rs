@@ -45,16 +45,38 @@ impl Default for FrameLimits {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrameError {
+    /// A byte the protocol does not allow where it stands.
     #[error("expected '{expected}', got byte {got:#04x}")]
-    Unexpected { expected: char, got: u8 },
+    Unexpected {
+        /// What the protocol requires there (`$`, `\r` or `\n`).
+        expected: char,
+        /// The byte that came instead.
+        got: u8,
+    },
+    /// A count or length that is not a decimal integer, runs too long, or is
+    /// negative for a bulk string.
     #[error("invalid length in a frame header")]
     BadLength,
+    /// The array declares more arguments than [`FrameLimits::max_args`].
     #[error("{count} arguments exceed the limit of {max}")]
-    TooManyArgs { count: u64, max: usize },
+    TooManyArgs {
+        /// The count the client declared.
+        count: u64,
+        /// The limit.
+        max: usize,
+    },
+    /// A bulk string declares more bytes than [`FrameLimits::max_bulk`].
     #[error("a bulk string of {len} bytes exceeds the limit of {max}")]
-    BulkTooLarge { len: u64, max: usize },
+    BulkTooLarge {
+        /// The length the client declared.
+        len: u64,
+        /// The limit, in bytes.
+        max: usize,
+    },
+    /// No line end within [`FrameLimits::max_inline`] bytes; carries the limit.
     #[error("an inline command exceeds {0} bytes")]
     InlineTooLong(usize),
+    /// An inline command opens a quote it does not close on its line.
     #[error("unbalanced quotes in an inline command")]
     BadInline,
 }
@@ -62,7 +84,11 @@ pub enum FrameError {
 /// A complete frame: how many bytes it took and where its arguments are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
+    /// Bytes the frame takes at the start of the buffer; the next frame
+    /// starts after them.
     pub len: usize,
+    /// Each argument's byte range in the buffer, the command's name first;
+    /// empty for an array of no arguments, which carries no command.
     pub args: Vec<Range<usize>>,
 }
 

@@ -26,7 +26,7 @@ use crate::wire;
 
 /// One of this module's commands, parsed.
 #[derive(Debug)]
-pub enum Manage {
+pub(super) enum Manage {
     List(ListRequest),
     QueueGet(QueueName),
     QueueSet(QueueName, QueueChange),

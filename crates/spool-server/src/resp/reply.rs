@@ -11,14 +11,14 @@ use crate::error::ApiError;
 
 /// The protocol of a connection: 2 until `HELLO 3`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Proto {
+pub(super) enum Proto {
     Resp2,
     Resp3,
 }
 
 /// One answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reply {
+pub(super) enum Reply {
     /// `+OK`, `+PONG`, a state name: short text without CR or LF.
     Simple(&'static str),
     /// The first word is the stable code in capitals.
@@ -35,25 +35,25 @@ pub enum Reply {
 }
 
 impl Reply {
-    pub const OK: Reply = Reply::Simple("OK");
+    pub(super) const OK: Reply = Reply::Simple("OK");
 
-    pub fn text(s: impl Into<String>) -> Reply {
+    pub(super) fn text(s: impl Into<String>) -> Reply {
         Reply::Bulk(Bytes::from(s.into()))
     }
 
     /// An error answer with `code` (a stable error code of docs/spec.md §7, in snake case) in capitals.
-    pub fn error(code: &str, message: impl Into<String>) -> Reply {
+    pub(super) fn error(code: &str, message: impl Into<String>) -> Reply {
         Reply::Error {
             code: code.to_ascii_uppercase(),
             message: message.into(),
         }
     }
 
-    pub fn bad_request(message: impl Into<String>) -> Reply {
+    pub(super) fn bad_request(message: impl Into<String>) -> Reply {
         Reply::error("bad_request", message)
     }
 
-    pub fn encode(&self, proto: Proto, out: &mut BytesMut) {
+    pub(super) fn encode(&self, proto: Proto, out: &mut BytesMut) {
         match self {
             Reply::Simple(s) => line(out, b'+', s.as_bytes()),
             Reply::Error { code, message } => {

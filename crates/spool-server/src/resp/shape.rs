@@ -16,11 +16,11 @@ use spool_core::{
 
 use super::reply::Reply;
 
-pub fn count(n: u64) -> Reply {
+pub(super) fn count(n: u64) -> Reply {
     Reply::Int(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-pub fn ms(d: Duration) -> Reply {
+pub(super) fn ms(d: Duration) -> Reply {
     Reply::Int(duration_millis(d))
 }
 
@@ -36,7 +36,7 @@ fn format(p: &Payload) -> Reply {
 }
 
 /// Every field of a task (docs/spec.md §2); `token` too when `with_token`.
-pub fn task(t: &Task, with_token: bool) -> Reply {
+pub(super) fn task(t: &Task, with_token: bool) -> Reply {
     let mut fields = vec![
         ("id", Reply::Int(t.id.0 as i64)),
         ("queue", Reply::text(t.queue.to_string())),
@@ -97,7 +97,7 @@ fn counts(c: &StateCounts) -> [(&'static str, Reply); 4] {
 
 /// One queue of `QUEUES`: its counts, the same per kind, and how long its
 /// oldest ready task has waited.
-pub fn queue_stats(q: &QueueStats) -> Reply {
+pub(super) fn queue_stats(q: &QueueStats) -> Reply {
     let mut fields = vec![
         ("name", Reply::text(q.name.to_string())),
         ("paused", Reply::Bool(q.paused)),
@@ -117,7 +117,7 @@ pub fn queue_stats(q: &QueueStats) -> Reply {
     Reply::Map(fields)
 }
 
-pub fn settings(s: &QueueSettings) -> Reply {
+pub(super) fn settings(s: &QueueSettings) -> Reply {
     Reply::Map(vec![
         ("lease_ms", ms(s.lease)),
         ("max_attempts", Reply::Int(i64::from(s.max_attempts))),
@@ -129,7 +129,7 @@ pub fn settings(s: &QueueSettings) -> Reply {
     ])
 }
 
-pub fn schedule(s: &Schedule) -> Reply {
+pub(super) fn schedule(s: &Schedule) -> Reply {
     let spec = &s.spec;
     let (every, cron, tz) = match &spec.cadence {
         Cadence::Every(d) => (Some(*d), None, None),

@@ -11,7 +11,7 @@ use spool_core::store::MAX_BATCH;
 
 /// `deserialize_with` for a batch's array: stops at item
 /// [`MAX_BATCH`] + 1 with an error.
-pub fn at_most_max_batch<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+pub(crate) fn at_most_max_batch<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,

@@ -11,10 +11,10 @@ use spool_core::{StoreError, Timestamp};
 use crate::rfc3339;
 
 /// The longest duration any `*_ms` field accepts: 100 years.
-pub const MAX_DURATION_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
+pub(super) const MAX_DURATION_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
 
 /// A duration field, at most [`MAX_DURATION_MS`].
-pub fn duration_ms(field: &str, ms: u64) -> Result<Duration, StoreError> {
+pub(crate) fn duration_ms(field: &str, ms: u64) -> Result<Duration, StoreError> {
     if ms > MAX_DURATION_MS {
         return Err(StoreError::bad_request(format!(
             "{field} must be at most {MAX_DURATION_MS} (100 years), got {ms}"
@@ -24,7 +24,7 @@ pub fn duration_ms(field: &str, ms: u64) -> Result<Duration, StoreError> {
 }
 
 /// A duration field that must also be at least 1 ms.
-pub fn non_zero_ms(field: &str, ms: u64) -> Result<Duration, StoreError> {
+pub(crate) fn non_zero_ms(field: &str, ms: u64) -> Result<Duration, StoreError> {
     if ms == 0 {
         return Err(StoreError::bad_request(format!(
             "{field} must be at least 1"
@@ -34,6 +34,6 @@ pub fn non_zero_ms(field: &str, ms: u64) -> Result<Duration, StoreError> {
 }
 
 /// A timestamp field in RFC 3339.
-pub fn timestamp(field: &str, s: &str) -> Result<Timestamp, StoreError> {
+pub(crate) fn timestamp(field: &str, s: &str) -> Result<Timestamp, StoreError> {
     rfc3339::parse(s).map_err(|e| StoreError::bad_request(format!("{field}: {e}")))
 }

@@ -9,7 +9,7 @@ mod input;
 mod payload;
 mod task;
 
-pub use batch::at_most_max_batch;
-pub use input::{duration_ms, non_zero_ms, timestamp};
-pub use payload::{payload_in, payload_out, present_raw, PayloadIn};
-pub use task::{task_json, StateName, TaskJson, TasksJson};
+pub(crate) use batch::at_most_max_batch;
+pub(crate) use input::{duration_ms, non_zero_ms, timestamp};
+pub(crate) use payload::{payload_in, payload_out, present_raw, PayloadIn};
+pub(crate) use task::{task_json, StateName, TaskJson, TasksJson};

@@ -14,19 +14,21 @@ use spool_core::{Payload, PayloadFormat, StoreError};
 
 /// The two payload fields of a request, borrowed from its body.
 #[derive(Debug, Default)]
-pub struct PayloadIn<'a> {
+pub(crate) struct PayloadIn<'a> {
     pub json: Option<&'a RawValue>,
     pub base64: Option<String>,
 }
 
 /// `deserialize_with` for `payload`: a present `null` is the JSON value null,
 /// not an absent field.
-pub fn present_raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+pub(crate) fn present_raw<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
 }
 
 /// The payload a request gives, if any; both fields at once is refused.
-pub fn payload_in(p: PayloadIn<'_>) -> Result<Option<Payload>, StoreError> {
+pub(crate) fn payload_in(p: PayloadIn<'_>) -> Result<Option<Payload>, StoreError> {
     match (p.json, p.base64) {
         (Some(_), Some(_)) => Err(StoreError::bad_request(
             "payload and payload_base64 are exclusive: give one",
@@ -41,7 +43,7 @@ pub fn payload_in(p: PayloadIn<'_>) -> Result<Option<Payload>, StoreError> {
 }
 
 /// A payload as it goes out: exactly one of the two fields is set.
-pub fn payload_out(p: &Payload) -> (Option<Box<RawValue>>, Option<String>) {
+pub(crate) fn payload_out(p: &Payload) -> (Option<Box<RawValue>>, Option<String>) {
     if p.format == PayloadFormat::Json {
         if let Ok(text) = std::str::from_utf8(&p.bytes) {
             if let Ok(raw) = RawValue::from_string(text.to_owned()) {

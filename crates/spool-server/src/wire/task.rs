@@ -43,7 +43,7 @@ impl From<StateName> for TaskState {
 
 /// A task. Exactly one of `payload` and `payload_base64` is present.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct TaskJson {
+pub(crate) struct TaskJson {
     pub id: u64,
     pub queue: String,
     pub kind: String,
@@ -73,7 +73,7 @@ pub struct TaskJson {
 
 /// The lease of a leased task.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct LeaseJson {
+pub(crate) struct LeaseJson {
     pub owner: String,
     /// Only in claim answers.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -84,7 +84,7 @@ pub struct LeaseJson {
 
 /// One recorded failure.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorJson {
+pub(crate) struct ErrorJson {
     pub attempt: u32,
     #[schema(format = DateTime)]
     pub at: String,
@@ -93,12 +93,12 @@ pub struct ErrorJson {
 
 /// `{"tasks": [...]}`: a claim's answer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct TasksJson {
+pub(crate) struct TasksJson {
     pub tasks: Vec<TaskJson>,
 }
 
 /// The JSON of `task`; `with_token` only for the claimer.
-pub fn task_json(task: &Task, with_token: bool) -> Result<TaskJson, TimeError> {
+pub(crate) fn task_json(task: &Task, with_token: bool) -> Result<TaskJson, TimeError> {
     let (payload, payload_base64) = payload_out(&task.payload);
     let lease = match &task.lease {
         Some(l) => Some(LeaseJson {

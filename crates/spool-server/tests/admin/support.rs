@@ -11,10 +11,10 @@ use spool_server::ServerConfig;
 use spool_testkit::server::Server;
 
 /// What a browser asks for when it navigates.
-pub const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,*/*;q=0.8";
+pub(crate) const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,*/*;q=0.8";
 
 /// A running server and a browser-like client; stops when dropped.
-pub struct Admin {
+pub(crate) struct Admin {
     pub base: String,
     pub store: Arc<dyn Store>,
     client: reqwest::Client,
@@ -23,11 +23,11 @@ pub struct Admin {
 
 impl Admin {
     /// No token: pages are open.
-    pub async fn open() -> Self {
+    pub(crate) async fn open() -> Self {
         Self::start(None).await
     }
 
-    pub async fn with_token(token: &str) -> Self {
+    pub(crate) async fn with_token(token: &str) -> Self {
         Self::start(Some(token.to_string())).await
     }
 
@@ -39,7 +39,7 @@ impl Admin {
         .await
     }
 
-    pub async fn with_config(config: ServerConfig) -> Self {
+    pub(crate) async fn with_config(config: ServerConfig) -> Self {
         let server = Server::builder().config(config).start().await;
         Admin {
             base: server.base.clone(),
@@ -55,7 +55,7 @@ impl Admin {
     }
 
     /// Sends a request with these extra headers and an optional form body.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         method: Method,
         path: &str,
@@ -73,13 +73,13 @@ impl Admin {
     }
 
     /// A browser's GET.
-    pub async fn get(&self, path: &str) -> Page {
+    pub(crate) async fn get(&self, path: &str) -> Page {
         self.send(Method::GET, path, &[("accept", BROWSER_ACCEPT)], None)
             .await
     }
 
     /// A browser's GET with a session cookie.
-    pub async fn get_as(&self, path: &str, cookie: &str) -> Page {
+    pub(crate) async fn get_as(&self, path: &str, cookie: &str) -> Page {
         self.send(
             Method::GET,
             path,
@@ -90,17 +90,17 @@ impl Admin {
     }
 
     /// A browser's form POST.
-    pub async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
+    pub(crate) async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
         self.send(Method::POST, path, &[], Some(fields)).await
     }
 
-    pub async fn post_as(&self, path: &str, cookie: &str, fields: &[(&str, &str)]) -> Page {
+    pub(crate) async fn post_as(&self, path: &str, cookie: &str, fields: &[(&str, &str)]) -> Page {
         self.send(Method::POST, path, &[("cookie", cookie)], Some(fields))
             .await
     }
 
     /// Logs in and returns the `Cookie` header value of the session.
-    pub async fn login(&self, token: &str) -> String {
+    pub(crate) async fn login(&self, token: &str) -> String {
         let page = self
             .post("/login", &[("token", token), ("next", "/")])
             .await;
@@ -109,14 +109,19 @@ impl Admin {
     }
 
     /// The CSRF token of the forms of the page at `path` (open server).
-    pub async fn csrf(&self, path: &str) -> String {
+    pub(crate) async fn csrf(&self, path: &str) -> String {
         let page = self.get(path).await;
         assert_eq!(page.status, StatusCode::OK, "{}", page.text);
         page.csrf().expect("a form with a CSRF field")
     }
 
     /// Enqueues one task of `kind` (the queue's name when `None`).
-    pub async fn enqueue(&self, queue: &str, kind: Option<&str>, payload: Payload) -> TaskId {
+    pub(crate) async fn enqueue(
+        &self,
+        queue: &str,
+        kind: Option<&str>,
+        payload: Payload,
+    ) -> TaskId {
         let mut t = NewTask::new(payload);
         if let Some(k) = kind {
             t = t.kind(Kind::new(k).unwrap());
@@ -130,7 +135,13 @@ impl Admin {
 
     /// Enqueues a task and fails it `attempts` times (retrying at once);
     /// with `dead`, the last failure discards it.
-    pub async fn failed(&self, queue: &str, attempts: u32, dead: bool, message: &str) -> TaskId {
+    pub(crate) async fn failed(
+        &self,
+        queue: &str,
+        attempts: u32,
+        dead: bool,
+        message: &str,
+    ) -> TaskId {
         let id = self.enqueue(queue, None, Payload::json(&b"{}"[..])).await;
         for i in 1..=attempts {
             let claimed = self.claim_until(queue, id).await;
@@ -149,7 +160,7 @@ impl Admin {
 
     /// Every queue's pause flag and counts (not the oldest ready age,
     /// which grows by itself), for before/after comparisons.
-    pub async fn counts(&self) -> Vec<(String, bool, spool_core::StateCounts)> {
+    pub(crate) async fn counts(&self) -> Vec<(String, bool, spool_core::StateCounts)> {
         self.store
             .stats()
             .await
@@ -160,7 +171,7 @@ impl Admin {
     }
 
     /// Claims until task `id` is the one claimed (others go back).
-    pub async fn claim_until(&self, queue: &str, id: TaskId) -> spool_core::Task {
+    pub(crate) async fn claim_until(&self, queue: &str, id: TaskId) -> spool_core::Task {
         let q = QueueName::new(queue).unwrap();
         let claimed = self
             .store
@@ -182,7 +193,7 @@ impl Admin {
 
 /// An answer, read whole.
 #[derive(Debug)]
-pub struct Page {
+pub(crate) struct Page {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub text: String,
@@ -197,23 +208,23 @@ impl Page {
         }
     }
 
-    pub fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
     }
 
-    pub fn location(&self) -> &str {
+    pub(crate) fn location(&self) -> &str {
         self.header("location")
     }
 
-    pub fn is_html(&self) -> bool {
+    pub(crate) fn is_html(&self) -> bool {
         self.header("content-type").starts_with("text/html")
     }
 
     /// `spool_session=…` from `Set-Cookie`, ready for a `Cookie` header.
-    pub fn session_cookie(&self) -> Option<String> {
+    pub(crate) fn session_cookie(&self) -> Option<String> {
         let set = self.header("set-cookie");
         let pair = set.split(';').next()?.trim();
         (pair.starts_with("spool_session=") && pair.len() > "spool_session=".len())
@@ -221,14 +232,14 @@ impl Page {
     }
 
     /// The value of the first `name="csrf"` field.
-    pub fn csrf(&self) -> Option<String> {
+    pub(crate) fn csrf(&self) -> Option<String> {
         let at = self.text.find("name=\"csrf\" value=\"")?;
         let rest = &self.text[at + "name=\"csrf\" value=\"".len()..];
         Some(rest[..rest.find('"')?].to_string())
     }
 
     /// Every `href` on the page, with `&amp;` decoded.
-    pub fn links(&self) -> Vec<String> {
+    pub(crate) fn links(&self) -> Vec<String> {
         self.text
             .split("href=\"")
             .skip(1)
@@ -238,7 +249,7 @@ impl Page {
     }
 
     /// Task ids linked from the page, in order.
-    pub fn task_ids(&self) -> Vec<u64> {
+    pub(crate) fn task_ids(&self) -> Vec<u64> {
         self.links()
             .iter()
             .filter_map(|l| l.strip_prefix("/tasks/")?.parse().ok())
@@ -246,7 +257,7 @@ impl Page {
     }
 
     /// Asserts an HTML page with this status.
-    pub fn assert_page(&self, status: u16) {
+    pub(crate) fn assert_page(&self, status: u16) {
         assert_eq!(self.status.as_u16(), status, "body: {}", self.text);
         assert!(
             self.is_html(),

@@ -15,7 +15,7 @@ use spool_core::{
 /// How the store behaves now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Mode {
+pub(crate) enum Mode {
     Normal = 0,
     Hang = 1,
     Down = 2,
@@ -26,22 +26,22 @@ pub enum Mode {
 }
 
 /// A leak the server must never show a client.
-pub const SECRET: &str = "/var/lib/spool/secret-segment.log";
+pub(crate) const SECRET: &str = "/var/lib/spool/secret-segment.log";
 
-pub struct Faulty {
+pub(crate) struct Faulty {
     inner: Arc<dyn Store>,
     mode: AtomicU8,
 }
 
 impl Faulty {
-    pub fn new(inner: Arc<dyn Store>) -> Arc<Self> {
+    pub(crate) fn new(inner: Arc<dyn Store>) -> Arc<Self> {
         Arc::new(Faulty {
             inner,
             mode: AtomicU8::new(Mode::Normal as u8),
         })
     }
 
-    pub fn set(&self, mode: Mode) {
+    pub(crate) fn set(&self, mode: Mode) {
         self.mode.store(mode as u8, Ordering::SeqCst);
     }
 

@@ -10,23 +10,23 @@ use spool_server::ServerConfig;
 use spool_testkit::server::Server;
 
 /// A running server and an HTTP client for it; stops when dropped.
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub client: reqwest::Client,
     server: Server,
 }
 
 impl TestServer {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::with_config(ServerConfig::default()).await
     }
 
-    pub async fn with_config(config: ServerConfig) -> Self {
+    pub(crate) async fn with_config(config: ServerConfig) -> Self {
         Self::around(Server::builder().config(config).start().await)
     }
 
     /// Serves `store`, keeping `keep` (what the store lives in) until the
     /// server is dropped.
-    pub async fn serve(
+    pub(crate) async fn serve(
         store: Arc<dyn Store>,
         config: ServerConfig,
         keep: impl std::any::Any + Send + Sync,
@@ -46,20 +46,20 @@ impl TestServer {
     }
 
     /// `http://ADDR` (`https://` with TLS), no trailing slash.
-    pub fn base(&self) -> &str {
+    pub(crate) fn base(&self) -> &str {
         &self.server.base
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         self.server.url(path)
     }
 
-    pub fn addr(&self) -> String {
+    pub(crate) fn addr(&self) -> String {
         self.server.addr.to_string()
     }
 
     /// Sends `body` as JSON text (not re-encoded, so tests control every byte).
-    pub async fn send(&self, method: Method, path: &str, body: Option<&str>) -> Answer {
+    pub(crate) async fn send(&self, method: Method, path: &str, body: Option<&str>) -> Answer {
         let mut req = self.client.request(method, self.url(path));
         if let Some(body) = body {
             req = req
@@ -69,23 +69,23 @@ impl TestServer {
         Answer::from(req.send().await.unwrap()).await
     }
 
-    pub async fn get(&self, path: &str) -> Answer {
+    pub(crate) async fn get(&self, path: &str) -> Answer {
         self.send(Method::GET, path, None).await
     }
 
-    pub async fn post(&self, path: &str, body: &str) -> Answer {
+    pub(crate) async fn post(&self, path: &str, body: &str) -> Answer {
         self.send(Method::POST, path, Some(body)).await
     }
 
     /// Enqueues one task and returns its id.
-    pub async fn enqueue(&self, queue: &str, body: &str) -> u64 {
+    pub(crate) async fn enqueue(&self, queue: &str, body: &str) -> u64 {
         let a = self.post(&format!("/v1/queues/{queue}/tasks"), body).await;
         assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
         a.json["tasks"][0]["id"].as_u64().unwrap()
     }
 
     /// Claims one task and returns (id, token).
-    pub async fn claim_one(&self, queue: &str) -> (u64, String) {
+    pub(crate) async fn claim_one(&self, queue: &str) -> (u64, String) {
         let a = self
             .post(&format!("/v1/queues/{queue}/claim"), r#"{"worker":"w1"}"#)
             .await;
@@ -99,7 +99,7 @@ impl TestServer {
 
     /// Every queue's counts, for before/after comparisons (without the
     /// oldest ready age, which grows by itself).
-    pub async fn counts(&self) -> Value {
+    pub(crate) async fn counts(&self) -> Value {
         let mut a = self.get("/v1/queues").await;
         assert_eq!(a.status, StatusCode::OK, "{}", a.text);
         if let Some(queues) = a.json["queues"].as_array_mut() {
@@ -115,7 +115,7 @@ impl TestServer {
 
 /// A response, read whole.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: StatusCode,
     pub headers: reqwest::header::HeaderMap,
     pub text: String,
@@ -124,7 +124,7 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub async fn from(res: reqwest::Response) -> Self {
+    pub(crate) async fn from(res: reqwest::Response) -> Self {
         let status = res.status();
         let headers = res.headers().clone();
         let text = res.text().await.unwrap();
@@ -138,7 +138,7 @@ impl Answer {
     }
 
     /// Asserts the API's error shape with this status and code.
-    pub fn assert_error(&self, status: u16, code: &str) {
+    pub(crate) fn assert_error(&self, status: u16, code: &str) {
         assert_eq!(self.status.as_u16(), status, "body: {}", self.text);
         assert_eq!(self.json["error"]["code"], code, "body: {}", self.text);
         let message = self.json["error"]["message"].as_str().unwrap_or("");
@@ -153,7 +153,7 @@ impl Answer {
 }
 
 /// True for `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn is_millis_utc(s: &str) -> bool {
+pub(crate) fn is_millis_utc(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 24
         && b.iter().enumerate().all(|(i, c)| match i {
@@ -169,7 +169,7 @@ pub fn is_millis_utc(s: &str) -> bool {
 /// Sends `head` (request line and headers, without the final blank line)
 /// and `body` over a fresh TCP connection, so tests can send what no HTTP
 /// client library would (dot segments, bad methods, lying lengths).
-pub async fn raw(addr: &str, head: &str, body: &[u8]) -> Answer {
+pub(crate) async fn raw(addr: &str, head: &str, body: &[u8]) -> Answer {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut req = format!("{head}\r\nHost: {addr}\r\nConnection: close\r\n\r\n").into_bytes();

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Both listeners over one store; they stop when this is dropped.
-pub struct Servers {
+pub(crate) struct Servers {
     pub resp: String,
     pub http: String,
     pub store: Arc<dyn Store>,
@@ -19,11 +19,11 @@ pub struct Servers {
 }
 
 impl Servers {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::with(ServerConfig::default(), RespLimits::default()).await
     }
 
-    pub async fn with(config: ServerConfig, limits: RespLimits) -> Self {
+    pub(crate) async fn with(config: ServerConfig, limits: RespLimits) -> Self {
         let server = Server::builder().config(config).resp(limits).start().await;
         Servers {
             resp: server.resp.expect("a RESP listener").to_string(),
@@ -33,14 +33,14 @@ impl Servers {
         }
     }
 
-    pub async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         Client::connect(&self.resp).await
     }
 }
 
 /// A RESP value as the client reads it (RESP2 and RESP3).
 #[derive(Debug, Clone, PartialEq)]
-pub enum V {
+pub(crate) enum V {
     Simple(String),
     Error(String),
     Int(i64),
@@ -52,14 +52,14 @@ pub enum V {
 }
 
 impl V {
-    pub fn int(&self) -> i64 {
+    pub(crate) fn int(&self) -> i64 {
         match self {
             V::Int(n) => *n,
             other => panic!("expected an integer, got {other:?}"),
         }
     }
 
-    pub fn items(&self) -> &[V] {
+    pub(crate) fn items(&self) -> &[V] {
         match self {
             V::Array(v) => v,
             other => panic!("expected an array, got {other:?}"),
@@ -67,7 +67,7 @@ impl V {
     }
 
     /// A field of a map, RESP3 `%` or RESP2 flat array.
-    pub fn field(&self, name: &str) -> &V {
+    pub(crate) fn field(&self, name: &str) -> &V {
         let key = V::Bulk(name.as_bytes().to_vec());
         match self {
             V::Map(pairs) => pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
@@ -77,7 +77,7 @@ impl V {
         .unwrap_or_else(|| panic!("no field {name} in {self:?}"))
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             V::Bulk(b) => String::from_utf8(b.clone()).unwrap(),
             V::Simple(s) | V::Error(s) => s.clone(),
@@ -86,7 +86,7 @@ impl V {
     }
 
     /// The first word of an error: its stable code.
-    pub fn code(&self) -> &str {
+    pub(crate) fn code(&self) -> &str {
         match self {
             V::Error(e) => e.split(' ').next().unwrap(),
             other => panic!("expected an error, got {other:?}"),
@@ -95,13 +95,13 @@ impl V {
 }
 
 /// A connection that sends raw bytes and reads whole answers.
-pub struct Client {
+pub(crate) struct Client {
     pub io: TcpStream,
     buf: Vec<u8>,
 }
 
 impl Client {
-    pub async fn connect(addr: &str) -> Self {
+    pub(crate) async fn connect(addr: &str) -> Self {
         Client {
             io: TcpStream::connect(addr).await.unwrap(),
             buf: Vec::new(),
@@ -109,17 +109,17 @@ impl Client {
     }
 
     /// Sends one command as an array of bulk strings and reads its answer.
-    pub async fn call(&mut self, args: &[&[u8]]) -> V {
+    pub(crate) async fn call(&mut self, args: &[&[u8]]) -> V {
         self.send(&encode(args)).await;
         self.read().await
     }
 
-    pub async fn send(&mut self, bytes: &[u8]) {
+    pub(crate) async fn send(&mut self, bytes: &[u8]) {
         self.io.write_all(bytes).await.unwrap();
     }
 
     /// The next answer; panics if the server closes first or is silent 10 s.
-    pub async fn read(&mut self) -> V {
+    pub(crate) async fn read(&mut self) -> V {
         loop {
             if let Some((v, n)) = parse(&self.buf) {
                 self.buf.drain(..n);
@@ -140,7 +140,7 @@ impl Client {
     }
 
     /// True when the server has closed the connection (after any answers).
-    pub async fn closed(&mut self) -> bool {
+    pub(crate) async fn closed(&mut self) -> bool {
         let mut chunk = [0u8; 1024];
         matches!(
             tokio::time::timeout(Duration::from_secs(10), self.io.read(&mut chunk)).await,
@@ -149,7 +149,7 @@ impl Client {
     }
 }
 
-pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn encode(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for a in args {
         out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());

@@ -21,7 +21,7 @@ use state::State;
 /// readiness (run_at passing, leases expiring) wakes nobody.
 const POLL: Duration = Duration::from_millis(20);
 
-pub struct Model {
+pub(crate) struct Model {
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
     /// Woken whenever a task may have become claimable.
@@ -29,7 +29,7 @@ pub struct Model {
 }
 
 impl Model {
-    pub fn new(clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
         Model {
             clock,
             state: Mutex::new(State::default()),

@@ -26,7 +26,7 @@ struct KeyEntry {
 }
 
 #[derive(Default)]
-pub struct State {
+pub(super) struct State {
     next_id: u64,
     next_token: u64,
     queues: BTreeMap<QueueName, QueueSettings>,
@@ -54,7 +54,7 @@ fn view(t: &Task, now: Timestamp) -> Task {
 
 impl State {
     /// Settles every lease that has expired by `now`.
-    pub fn tick(&mut self, now: Timestamp) {
+    pub(super) fn tick(&mut self, now: Timestamp) {
         while let Some(&(expires, id)) = self.leases.first() {
             if expires > now {
                 break;
@@ -79,7 +79,7 @@ impl State {
         self.queues.get(q).cloned().unwrap_or_default()
     }
 
-    pub fn enqueue(
+    pub(super) fn enqueue(
         &mut self,
         q: &QueueName,
         tasks: Vec<NewTask>,
@@ -152,7 +152,7 @@ impl State {
         Ok(out)
     }
 
-    pub fn claim(&mut self, req: &ClaimRequest, now: Timestamp) -> Vec<Task> {
+    pub(super) fn claim(&mut self, req: &ClaimRequest, now: Timestamp) -> Vec<Task> {
         let Some(settings) = self.queues.get(&req.queue).cloned() else {
             return Vec::new();
         };
@@ -230,7 +230,7 @@ impl State {
         }
     }
 
-    pub fn ack(
+    pub(super) fn ack(
         &mut self,
         id: TaskId,
         token: LeaseToken,
@@ -248,7 +248,7 @@ impl State {
         Ok(())
     }
 
-    pub fn fail(
+    pub(super) fn fail(
         &mut self,
         id: TaskId,
         token: LeaseToken,
@@ -284,7 +284,7 @@ impl State {
     }
 
     /// Release (`run_at` None) or snooze: back to waiting, attempt not counted.
-    pub fn give_back(
+    pub(super) fn give_back(
         &mut self,
         id: TaskId,
         token: LeaseToken,
@@ -297,7 +297,7 @@ impl State {
         Ok(self.unlease(id, at, now))
     }
 
-    pub fn extend(
+    pub(super) fn extend(
         &mut self,
         id: TaskId,
         token: LeaseToken,
@@ -327,12 +327,12 @@ impl State {
         }
     }
 
-    pub fn get(&self, r: &TaskRef, now: Timestamp) -> Result<Task, StoreError> {
+    pub(super) fn get(&self, r: &TaskRef, now: Timestamp) -> Result<Task, StoreError> {
         let id = self.resolve(r)?;
         Ok(view(&self.tasks[&id], now))
     }
 
-    pub fn update(
+    pub(super) fn update(
         &mut self,
         r: &TaskRef,
         patch: TaskPatch,
@@ -364,13 +364,13 @@ impl State {
         Ok(view(t, now))
     }
 
-    pub fn cancel(&mut self, r: &TaskRef, now: Timestamp) -> Result<(), StoreError> {
+    pub(super) fn cancel(&mut self, r: &TaskRef, now: Timestamp) -> Result<(), StoreError> {
         let id = self.resolve(r)?;
         self.remove(id, now);
         Ok(())
     }
 
-    pub fn retry(&mut self, id: TaskId, now: Timestamp) -> Result<Task, StoreError> {
+    pub(super) fn retry(&mut self, id: TaskId, now: Timestamp) -> Result<Task, StoreError> {
         let t = self.tasks.get_mut(&id).ok_or(StoreError::NotFound)?;
         if t.state != TaskState::Dead {
             return Err(StoreError::bad_request("only a dead task can be retried"));
@@ -379,7 +379,7 @@ impl State {
         Ok(self.unlease(id, now, now))
     }
 
-    pub fn retry_dead(&mut self, q: &QueueName, now: Timestamp) -> u64 {
+    pub(super) fn retry_dead(&mut self, q: &QueueName, now: Timestamp) -> u64 {
         let dead: Vec<TaskId> = self
             .tasks
             .values()
@@ -393,7 +393,7 @@ impl State {
         dead.len() as u64
     }
 
-    pub fn list(&self, req: &ListRequest, now: Timestamp) -> Result<TaskPage, StoreError> {
+    pub(super) fn list(&self, req: &ListRequest, now: Timestamp) -> Result<TaskPage, StoreError> {
         if req.limit == 0 || req.limit > MAX_LIST_LIMIT {
             return Err(StoreError::bad_request("limit must be 1..=1000"));
         }
@@ -427,7 +427,7 @@ impl State {
         Ok(TaskPage { tasks, next_cursor })
     }
 
-    pub fn stats(&self, now: Timestamp) -> Vec<QueueStats> {
+    pub(super) fn stats(&self, now: Timestamp) -> Vec<QueueStats> {
         let mut all: BTreeMap<QueueName, QueueStats> = self
             .queues
             .iter()
@@ -455,7 +455,7 @@ impl State {
         all.into_values().collect()
     }
 
-    pub fn put_queue(
+    pub(super) fn put_queue(
         &mut self,
         q: &QueueName,
         change: QueueChange,
@@ -466,14 +466,14 @@ impl State {
         Ok(settings)
     }
 
-    pub fn get_queue(&self, q: &QueueName) -> Result<QueueSettings, StoreError> {
+    pub(super) fn get_queue(&self, q: &QueueName) -> Result<QueueSettings, StoreError> {
         self.queues
             .get(q)
             .cloned()
             .ok_or_else(|| StoreError::QueueNotFound(q.clone()))
     }
 
-    pub fn set_paused(&mut self, q: &QueueName, paused: bool) -> Result<(), StoreError> {
+    pub(super) fn set_paused(&mut self, q: &QueueName, paused: bool) -> Result<(), StoreError> {
         let s = self
             .queues
             .get_mut(q)
@@ -504,7 +504,7 @@ fn parse_cursor(c: &str) -> Result<(u32, TaskId), StoreError> {
 
 /// Schedules: definitions, and the tick guard that fires each tick once.
 impl State {
-    pub fn put_schedule(
+    pub(super) fn put_schedule(
         &mut self,
         spec: ScheduleSpec,
         now: Timestamp,
@@ -525,18 +525,18 @@ impl State {
         Ok(schedule)
     }
 
-    pub fn list_schedules(&self) -> Vec<Schedule> {
+    pub(super) fn list_schedules(&self) -> Vec<Schedule> {
         self.schedules.values().cloned().collect()
     }
 
-    pub fn delete_schedule(&mut self, name: &Kind) -> Result<(), StoreError> {
+    pub(super) fn delete_schedule(&mut self, name: &Kind) -> Result<(), StoreError> {
         self.schedules
             .remove(name)
             .map(|_| ())
             .ok_or(StoreError::NotFound)
     }
 
-    pub fn fire_schedule(
+    pub(super) fn fire_schedule(
         &mut self,
         name: &Kind,
         tick: Timestamp,

@@ -12,36 +12,36 @@ use spool_wal::{
 };
 
 /// Small segments so that tests roll over often.
-pub const SEGMENT: u64 = 64 * 1024;
+pub(crate) const SEGMENT: u64 = 64 * 1024;
 /// Size of a segment header (documented format).
-pub const SEGMENT_HEADER: usize = 64;
+pub(crate) const SEGMENT_HEADER: usize = 64;
 
 /// A record as the model keeps it.
-pub type Rec = (u64, u8, Vec<u8>);
+pub(crate) type Rec = (u64, u8, Vec<u8>);
 
-pub fn data_dir() -> PathBuf {
+pub(crate) fn data_dir() -> PathBuf {
     PathBuf::from("/data")
 }
 
-pub fn faulty(seed: u64) -> (FaultyFs, Arc<dyn Fs>) {
+pub(crate) fn faulty(seed: u64) -> (FaultyFs, Arc<dyn Fs>) {
     let fs = FaultyFs::new(seed);
     let dyn_fs: Arc<dyn Fs> = Arc::new(fs.clone());
     (fs, dyn_fs)
 }
 
-pub fn config(dir: &Path) -> WalConfig {
+pub(crate) fn config(dir: &Path) -> WalConfig {
     WalConfig {
         segment_size: SEGMENT,
         ..WalConfig::new(dir)
     }
 }
 
-pub fn owned(rec: RecordRef<'_>) -> Rec {
+pub(crate) fn owned(rec: RecordRef<'_>) -> Rec {
     (rec.lsn, rec.kind, rec.body.to_vec())
 }
 
 /// A deterministic body of `len` bytes that differs per lsn.
-pub fn body(lsn: u64, len: usize) -> Vec<u8> {
+pub(crate) fn body(lsn: u64, len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| (lsn as usize * 31 + i * 7) as u8 | 1)
         .collect()
@@ -49,7 +49,7 @@ pub fn body(lsn: u64, len: usize) -> Vec<u8> {
 
 /// A batch at `first_lsn` with one kind-1 record per length, and the records
 /// it holds (marker first).
-pub fn make_batch(first_lsn: u64, clock: i64, lens: &[usize]) -> (BatchBuffer, Vec<Rec>) {
+pub(crate) fn make_batch(first_lsn: u64, clock: i64, lens: &[usize]) -> (BatchBuffer, Vec<Rec>) {
     let mut batch = BatchBuffer::new(first_lsn, clock);
     let mut recs = vec![(first_lsn, RECORD_BATCH, clock.to_le_bytes().to_vec())];
     for &len in lens {
@@ -62,7 +62,7 @@ pub fn make_batch(first_lsn: u64, clock: i64, lens: &[usize]) -> (BatchBuffer, V
 }
 
 /// Submits `batch` and waits for its outcome.
-pub fn commit(writer: &WalWriter, batch: BatchBuffer) -> Result<(), WalError> {
+pub(crate) fn commit(writer: &WalWriter, batch: BatchBuffer) -> Result<(), WalError> {
     let (tx, rx) = mpsc::channel();
     writer.submit(
         batch,
@@ -74,7 +74,7 @@ pub fn commit(writer: &WalWriter, batch: BatchBuffer) -> Result<(), WalError> {
 }
 
 /// Replays everything from `from`, collecting the records.
-pub fn replay(wal: &mut Wal, from: u64) -> Result<(ReplaySummary, Vec<Rec>), WalError> {
+pub(crate) fn replay(wal: &mut Wal, from: u64) -> Result<(ReplaySummary, Vec<Rec>), WalError> {
     let mut recs = Vec::new();
     let summary = wal.replay(from, |rec| {
         recs.push(owned(rec));
@@ -84,7 +84,7 @@ pub fn replay(wal: &mut Wal, from: u64) -> Result<(ReplaySummary, Vec<Rec>), Wal
 }
 
 /// A running log plus the model of what it acknowledged.
-pub struct Log {
+pub(crate) struct Log {
     pub writer: WalWriter,
     pub next_lsn: u64,
     /// Every record whose batch got `done(Ok)`, in order (or replayed).
@@ -94,7 +94,7 @@ pub struct Log {
 
 impl Log {
     /// Opens, replays everything, starts writing.
-    pub fn start(fs: &Arc<dyn Fs>, cfg: WalConfig) -> (Log, ReplaySummary) {
+    pub(crate) fn start(fs: &Arc<dyn Fs>, cfg: WalConfig) -> (Log, ReplaySummary) {
         let mut wal = Wal::open(Arc::clone(fs), cfg).expect("open");
         let (summary, acked) = replay(&mut wal, 1).expect("replay");
         let writer = wal.start_writer().expect("start writer");
@@ -108,7 +108,7 @@ impl Log {
     }
 
     /// Commits one batch of records of the given lengths.
-    pub fn write(&mut self, lens: &[usize]) -> Result<Vec<Rec>, WalError> {
+    pub(crate) fn write(&mut self, lens: &[usize]) -> Result<Vec<Rec>, WalError> {
         self.clock += 1;
         let (batch, recs) = make_batch(self.next_lsn, self.clock, lens);
         commit(&self.writer, batch)?;
@@ -118,7 +118,7 @@ impl Log {
     }
 
     /// Commits `n` batches of varied sizes.
-    pub fn write_many(&mut self, n: usize) {
+    pub(crate) fn write_many(&mut self, n: usize) {
         for i in 0..n {
             let lens: Vec<usize> = (0..1 + i % 7)
                 .map(|j| 20 + (i * 37 + j * 101) % 600)
@@ -129,7 +129,7 @@ impl Log {
 }
 
 /// Segment files of the data directory `dir`, oldest first.
-pub fn segments(fs: &dyn Fs, dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn segments(fs: &dyn Fs, dir: &Path) -> Vec<PathBuf> {
     let wal = dir.join("wal");
     let mut names: Vec<String> = fs
         .list(&wal)
@@ -141,7 +141,7 @@ pub fn segments(fs: &dyn Fs, dir: &Path) -> Vec<PathBuf> {
     names.into_iter().map(|n| wal.join(n)).collect()
 }
 
-pub fn read_file(fs: &dyn Fs, path: &Path) -> Vec<u8> {
+pub(crate) fn read_file(fs: &dyn Fs, path: &Path) -> Vec<u8> {
     let file = fs.open_read(path).expect("open");
     let mut buf = vec![0; file.len().expect("len") as usize];
     file.read_exact_at(&mut buf, 0).expect("read");
@@ -151,7 +151,7 @@ pub fn read_file(fs: &dyn Fs, path: &Path) -> Vec<u8> {
 /// Start offsets of the records in a segment's bytes, read straight from
 /// the documented frame layout (len at +4, 18-byte header), independent of
 /// the crate's decoder. Stops at the first zero-length-and-zero-CRC frame.
-pub fn record_offsets(segment: &[u8]) -> Vec<usize> {
+pub(crate) fn record_offsets(segment: &[u8]) -> Vec<usize> {
     let mut offsets = Vec::new();
     let mut at = SEGMENT_HEADER;
     while at + 18 <= segment.len() && segment[at..at + 8] != [0; 8] {
