@@ -139,6 +139,14 @@ pub(crate) async fn get(fx: &Fixture, id: TaskId) -> Task {
         .expect("get a live task")
 }
 
+/// The failures `task` records, oldest first: (attempt, message).
+pub(crate) fn failures(task: &Task) -> Vec<(u32, &str)> {
+    task.errors
+        .iter()
+        .map(|e| (e.attempt, e.message.as_str()))
+        .collect()
+}
+
 /// Enqueues `task` at the top priority, so that the claim takes it before
 /// any other ready task, and fails it with `discard`: a dead task.
 pub(crate) async fn dead_task(fx: &Fixture, q: &QueueName, task: NewTask) -> TaskId {

@@ -43,12 +43,7 @@ pub async fn expired_lease_on_last_attempt_is_dead(fx: Fixture) {
     let dead = get(&fx, id).await;
     assert_eq!(dead.state, TaskState::Dead);
     assert_eq!(dead.lease, None);
-    let messages: Vec<(u32, &str)> = dead
-        .errors
-        .iter()
-        .map(|e| (e.attempt, e.message.as_str()))
-        .collect();
-    assert_eq!(messages, vec![(1, LEASE_EXPIRED)]);
+    assert_eq!(failures(&dead), vec![(1, LEASE_EXPIRED)]);
     claim_nothing(&fx, &q).await;
     assert_eq!(stats_of(&fx, &q).await.counts.dead, 1);
 }

@@ -134,13 +134,10 @@ pub async fn fail_keeps_last_five_errors_oldest_first(fx: Fixture) {
         };
         fx.store.fail(id, token(&t), req).await.unwrap();
     }
-    let errors = get(&fx, id).await.errors;
-    let seen: Vec<(u32, &str)> = errors
-        .iter()
-        .map(|e| (e.attempt, e.message.as_str()))
-        .collect();
+    let task = get(&fx, id).await;
+    let errors = &task.errors;
     assert_eq!(
-        seen,
+        failures(&task),
         vec![
             (3, "boom 3"),
             (4, "boom 4"),

@@ -114,10 +114,6 @@ pub async fn a_failure_like_the_one_before_it_is_recorded(fx: Fixture) {
         ..FailRequest::new("poison")
     };
     fx.store.fail(id, token(&t), req).await.unwrap();
-    let errors = get(&fx, id).await.errors;
-    let seen: Vec<(u32, &str)> = errors
-        .iter()
-        .map(|e| (e.attempt, e.message.as_str()))
-        .collect();
-    assert_eq!(seen, vec![(1, "poison"), (1, "poison")]);
+    let task = get(&fx, id).await;
+    assert_eq!(failures(&task), vec![(1, "poison"), (1, "poison")]);
 }
