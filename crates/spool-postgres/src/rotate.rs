@@ -41,7 +41,9 @@
 //!   generation the rotation does not ask at all (asking would queue every
 //!   claim behind the request for the whole timeout, to no end); when the
 //!   request still times out, the rotation waits [`BACK_OFF`] and tries
-//!   again;
+//!   again, and meanwhile vacuums the table once an interval (what no open
+//!   snapshot needs any more is freed; `vacuum_after_claims` at 0 leaves
+//!   that to autovacuum too);
 //! - one process rotates at a time, never while this schema's vacuum runs
 //!   (the same tried session advisory lock as [`crate::vacuum`]).
 //!
