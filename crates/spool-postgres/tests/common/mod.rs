@@ -4,8 +4,6 @@
 //! Tests read `DATABASE_URL` (default: the local development server) and
 //! fail, never skip, when it cannot be reached.
 
-// Being documented; the workspace lints apply once its ring rework lands.
-#![allow(missing_docs, unreachable_pub)]
 // Each test binary compiles this module and uses a different part of it.
 #![allow(dead_code)]
 
@@ -14,20 +12,23 @@ use std::sync::Arc;
 use spool_postgres::{ClaimStrategy, PgConfig, PgStore};
 use spool_testkit::{Fixture, TimeControl};
 
-pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// The local development server's test database, used when `DATABASE_URL`
+/// is not set.
+pub(crate) const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
-pub fn database_url() -> String {
+/// The database the tests use: `DATABASE_URL`, else [`DEFAULT_URL`].
+pub(crate) fn database_url() -> String {
     std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.to_string())
 }
 
 /// A schema name no other test uses.
-pub fn fresh_schema() -> String {
+pub(crate) fn fresh_schema() -> String {
     format!("spool_test_{:016x}", rand::random::<u64>())
 }
 
 /// Settings for a test store in `schema`: a small pool, since tests run in
 /// parallel against one server.
-pub fn test_config(schema: &str) -> PgConfig {
+pub(crate) fn test_config(schema: &str) -> PgConfig {
     PgConfig {
         schema: schema.to_string(),
         pool_size: 12,
@@ -36,7 +37,7 @@ pub fn test_config(schema: &str) -> PgConfig {
 }
 
 /// Connects, or fails the test with a message that says what to do.
-pub async fn connect(config: PgConfig) -> PgStore {
+pub(crate) async fn connect(config: PgConfig) -> PgStore {
     let url = database_url();
     match PgStore::connect(&url, config).await {
         Ok(store) => store,
@@ -48,7 +49,7 @@ pub async fn connect(config: PgConfig) -> PgStore {
 }
 
 /// Drops its schema when dropped (after the store, see `Fixture::keep`).
-pub struct DropSchema(pub String);
+pub(crate) struct DropSchema(pub(crate) String);
 
 impl Drop for DropSchema {
     fn drop(&mut self) {
@@ -77,12 +78,12 @@ impl Drop for DropSchema {
 }
 
 /// A fresh store in a schema of its own, dropped after the case.
-pub async fn fresh() -> Fixture {
+pub(crate) async fn fresh() -> Fixture {
     fresh_with(ClaimStrategy::SkipLocked).await
 }
 
 /// [`fresh`], claiming under the global acquire lock.
-pub async fn fresh_global_lock() -> Fixture {
+pub(crate) async fn fresh_global_lock() -> Fixture {
     fresh_with(ClaimStrategy::GlobalLock).await
 }
 
