@@ -2,13 +2,10 @@
 //! waiting in another store on the same schema through NOTIFY (sent after
 //! commit by the notifier), not through the fallback poll; so does a
 //! schedule put or deleted, to the other store's schedulers.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, fresh_schema, test_config, DropSchema};
 use spool_core::{
     Cadence, ClaimRequest, Kind, NewTask, Payload, QueueName, QueueSettings, ScheduleSpec, Store,
 };

@@ -1,12 +1,9 @@
 //! The store vacuums its task table after every so many claims, and only
 //! one process at a time does (src/vacuum.rs).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, database_url, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store};
 use spool_postgres::PgStore;
 use tokio_postgres::{Client, NoTls};

@@ -1,10 +1,7 @@
 //! Queue creation on enqueue, which the conformance suite leaves to each
 //! store: strict queues, and refused batches that must not create one.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::{connect, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, fresh_schema, test_config, DropSchema};
 use spool_core::{NewTask, Payload, QueueName, Store};
 use spool_postgres::PgConfig;
 

@@ -28,15 +28,12 @@
 //! It prints the size and dead tuples before, during and at the end of
 //! the hold. Measured figures and the plan are in README.md ("A held
 //! horizon").
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{connect, database_url, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, Store};
 use spool_postgres::{PgConfig, PgStore};
 use tokio_postgres::NoTls;

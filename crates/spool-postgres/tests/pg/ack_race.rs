@@ -6,13 +6,10 @@
 //! ctid, and the delete passes over it. The store looks again at what the
 //! statement refused, so a holder whose lease is still good is never told
 //! `lease_lost`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, database_url, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, Store, StoreError, TaskRef};
 use tokio_postgres::NoTls;
 

@@ -4,13 +4,10 @@
 //! Needs a server with TLS on (the development server's is, with its
 //! self-signed certificate for `localhost`); the tests read the
 //! certificate's path from the server itself.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::path::PathBuf;
 
-use common::{database_url, fresh_schema, test_config, DropSchema};
+use crate::common::{database_url, fresh_schema, test_config, DropSchema};
 use spool_core::Store;
 use spool_postgres::{PgConfig, PgStore};
 use tokio_postgres::NoTls;

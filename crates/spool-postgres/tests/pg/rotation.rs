@@ -8,15 +8,12 @@
 //! serialization failure and run again (src/db.rs). The test asserts that
 //! the ring rotated, that every enqueued task was acked exactly once, that
 //! no ack was refused, and that nothing is left.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{connect, database_url, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, Store};
 use spool_postgres::PgConfig;
 use tokio_postgres::NoTls;

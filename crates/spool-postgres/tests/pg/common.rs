@@ -4,9 +4,6 @@
 //! Tests read `DATABASE_URL` (default: the local development server) and
 //! fail, never skip, when it cannot be reached.
 
-// Each test binary compiles this module and uses a different part of it.
-#![allow(dead_code)]
-
 use std::sync::Arc;
 
 use spool_postgres::{ClaimStrategy, PgConfig, PgStore};

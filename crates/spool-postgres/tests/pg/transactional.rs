@@ -1,12 +1,9 @@
 //! Transactional enqueue: `PgStore::enqueue_in` joins the caller's
 //! transaction, so the tasks exist exactly when the caller's own writes do.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, database_url, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
 use spool_core::{
     ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store, TaskKey, TaskRef,
 };

@@ -2,13 +2,10 @@
 //! node: the admin page, `/metrics` scrapes and each node's monitor ask
 //! every few seconds, and at millions of tasks a count is a scan of them
 //! all. Within that age every node answers the kept count.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{connect, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, fresh_schema, test_config, DropSchema};
 use spool_core::{NewTask, Payload, QueueName, Store};
 use spool_postgres::PgStore;
 

@@ -7,21 +7,18 @@
 //! CI runs it alone, after the main run:
 //!
 //! ```text
-//! cargo test -p spool-postgres --test restart -- --ignored --test-threads=1
+//! cargo test -p spool-postgres --test pg restart:: -- --ignored --test-threads=1
 //! ```
 //! It restarts the cluster `SPOOL_PG_CLUSTER` ("VERSION NAME", default: the
 //! one version under /etc/postgresql, cluster `main`) with `pg_ctlcluster`,
 //! which must serve `DATABASE_URL`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{connect, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, fresh_schema, test_config, DropSchema};
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, Store, StoreError, TaskId, TaskRef};
 use spool_postgres::{PgConfig, PgStore};
 

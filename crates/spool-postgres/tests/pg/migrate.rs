@@ -1,11 +1,8 @@
 //! Schema creation and migration: concurrent starters, versions, refusals.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::time::Duration;
 
-use common::{connect, database_url, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
 use spool_postgres::{PgConfig, PgStore};
 use tokio_postgres::{Client, NoTls};
 
@@ -116,11 +113,11 @@ async fn schema_at_version_5(schema: &str) {
              applied_at timestamptz NOT NULL DEFAULT now());"
     );
     for (version, migration) in [
-        include_str!("../migrations/0001_tasks.sql"),
-        include_str!("../migrations/0002_schedules.sql"),
-        include_str!("../migrations/0003_vacuum_truncate.sql"),
-        include_str!("../migrations/0004_scheduled_in_claim_order.sql"),
-        include_str!("../migrations/0005_stats_cache_and_retried.sql"),
+        include_str!("../../migrations/0001_tasks.sql"),
+        include_str!("../../migrations/0002_schedules.sql"),
+        include_str!("../../migrations/0003_vacuum_truncate.sql"),
+        include_str!("../../migrations/0004_scheduled_in_claim_order.sql"),
+        include_str!("../../migrations/0005_stats_cache_and_retried.sql"),
     ]
     .into_iter()
     .enumerate()
