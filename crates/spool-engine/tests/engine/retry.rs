@@ -1,7 +1,6 @@
 //! Retrying dead and failed tasks, on a clock that stands still unless moved:
 //! what comes out of a claim afterwards, and what a task remembers of its
 //! failures, also across a restart.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::Duration;

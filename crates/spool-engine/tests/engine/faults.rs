@@ -1,6 +1,5 @@
 //! The engine over a fault-injecting file system: failed writes and syncs,
 //! power loss that drops or tears unsynced data, and damage at rest.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
 use std::path::Path;

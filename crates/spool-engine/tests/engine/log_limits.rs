@@ -3,7 +3,6 @@
 //! the change was applied poisons the log for good (every later request
 //! answers `unavailable`). So an operation is either split into bounded
 //! records or refused with `bad_request` before anything changes.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 

@@ -1,7 +1,6 @@
 //! The engine on a full disk (FaultyFs's ENOSPC past a capacity): at a
 //! segment rollover, at open, and while writing a checkpoint. Nothing
 //! acknowledged is lost, and the engine writes again once space is freed.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,5 @@
 //! Schedules survive restarts and checkpoints: a tick fired before a
 //! restart is never fired again after it.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,6 @@
 //! Checkpoints copied while writes continue: after a restart from such a
 //! checkpoint plus the log, state is exactly what it was; old segments are
 //! reclaimed.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,6 @@
 //! advances, with restarts (reopen from disk) and checkpoints at random
 //! points, against a small reference model of docs/spec.md §3. Every reply is
 //! compared, and after every restart the whole state is.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

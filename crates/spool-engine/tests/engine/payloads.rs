@@ -1,7 +1,6 @@
 //! Payloads live in the log: every size a queue allows comes back
 //! byte-exact through checkpoints and restarts, and the space of finished
 //! tasks is given back once their segments hold nothing live.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 

@@ -1,6 +1,5 @@
 //! The Store conformance suite against the embedded engine, on a clock the
 //! cases move by hand.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 

@@ -1,6 +1,5 @@
 //! `check`: offline verification reports counts on a healthy directory and
 //! names the damage on a corrupt one.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, Store};
 use spool_engine::{check, Engine, EngineConfig};
