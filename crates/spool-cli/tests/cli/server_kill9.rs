@@ -12,8 +12,7 @@ use std::time::Duration;
 use rand::Rng;
 use serde_json::{json, Value};
 
-mod support;
-use support::{TestResult, TestServer};
+use crate::support::{TestResult, TestServer};
 
 const KILLS: usize = 6;
 const PRODUCERS: usize = 8;

@@ -10,11 +10,9 @@
 //! uses a schema of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::{pg, TestResult};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{pg, TestResult};
 
 /// How many times the pause and the change race.
 const ROUNDS: u64 = 200;

@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-mod support;
-use support::{TestResult, TestServer};
+use crate::support::{TestResult, TestServer};
 
 const PRODUCERS: usize = 1000;
 const PER_PRODUCER: usize = 20;

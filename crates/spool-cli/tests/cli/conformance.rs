@@ -4,13 +4,11 @@
 //! move time sleep.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::TestServer;
 use spool_client::RemoteStore;
 use spool_testkit::{Fixture, TimeControl};
-use support::TestServer;
 
 async fn fresh() -> Fixture {
     let dir = tempfile::tempdir().unwrap();

@@ -11,8 +11,7 @@ use base64::Engine as _;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-mod support;
-use support::{TestResult, TestServer};
+use crate::support::{TestResult, TestServer};
 
 const MIB: usize = 1024 * 1024;
 

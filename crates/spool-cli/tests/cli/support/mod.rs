@@ -4,33 +4,24 @@
 //! address it logs; dropping the server SIGKILLs it, so a failing test never
 //! leaves one behind.
 
-// Only the PostgreSQL test binaries start nodes on a database.
-#[allow(dead_code)]
 pub(crate) mod pg;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-// Not every test binary that compiles this module returns it.
-#[allow(dead_code)]
 pub(crate) type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 #[derive(Debug)]
 pub(crate) struct TestServer {
     child: Child,
     /// `http://127.0.0.1:PORT`, no trailing slash.
-    // The RESP conformance binary talks to the RESP address only.
-    #[allow(dead_code)]
     pub base: String,
 }
 
 impl TestServer {
     /// Starts `spool serve` on `data` (created if missing) and waits until
     /// it listens.
-    // Each test binary compiles this module; the PostgreSQL one never
-    // starts an embedded server.
-    #[allow(dead_code)]
     pub(crate) fn start(data: &Path) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let data = data.to_str().ok_or("data path is not UTF-8")?;
         Self::start_with(&["--data", data])
@@ -47,8 +38,6 @@ impl TestServer {
 
     /// As [`TestServer::start_with`], and waits for the RESP listener too:
     /// the second value is its `127.0.0.1:PORT`.
-    // Only the RESP test binaries connect to the RESP listener.
-    #[allow(dead_code)]
     pub(crate) fn start_resp(
         store_args: &[&str],
     ) -> Result<(Self, String), Box<dyn std::error::Error + Send + Sync>> {
@@ -103,8 +92,6 @@ impl TestServer {
     }
 
     /// The server's process id, for readings in /proc.
-    // Each test binary compiles this module; not all of them read /proc.
-    #[allow(dead_code)]
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }

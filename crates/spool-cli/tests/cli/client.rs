@@ -6,9 +6,7 @@ use std::process::{Command, Output};
 use spool_client::RemoteStore;
 use spool_core::{ClaimRequest, FailRequest, QueueName, Store};
 
-mod support;
-
-use support::{TestResult, TestServer};
+use crate::support::{TestResult, TestServer};
 
 /// A `spool serve` (SIGKILLed on drop) and the temporary data directory it
 /// lives in, removed after the server is gone.

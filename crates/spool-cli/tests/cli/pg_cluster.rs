@@ -15,18 +15,16 @@
 //! run uses a schema of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::{pg, TestResult};
 use spool_client::RemoteStore;
 use spool_core::{
     Cadence, ClaimRequest, Kind, NewTask, Payload, QueueName, ScheduleSpec, Store, StoreError,
     TaskKey, TaskRef,
 };
-use support::{pg, TestResult};
 
 /// Tasks the producer enqueues, in batches of `BATCH`.
 const TASKS: usize = 3_000;
