@@ -1,6 +1,8 @@
-//! A reference model of a store: docs/spec.md §3 over plain in-memory maps behind one
-//! mutex, simple rather than fast and durable nowhere. It exists to check the
-//! suite's own cases before any real store does; it is no store to use.
+//! A reference model of a store: docs/spec.md §3 over plain in-memory maps
+//! behind one mutex, simple rather than fast and durable nowhere. It exists
+//! to check the suite's own cases before any real store does, and to be
+//! compared with a real store operation by operation (the engine's model
+//! test); it is no store to use.
 
 mod state;
 
@@ -21,15 +23,26 @@ use state::State;
 /// readiness (run_at passing, leases expiring) wakes nobody.
 const POLL: Duration = Duration::from_millis(20);
 
-pub(crate) struct Model {
+/// The reference model: a [`Store`] on `clock`, empty when made. Lease
+/// tokens and ids are its own (ids count from 1); backoff jitter is random,
+/// so a test that compares it with a store passes the store's `run_at` on
+/// as `retry_at`.
+pub struct Model {
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
     /// Woken whenever a task may have become claimable.
     wake: Notify,
 }
 
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model").finish_non_exhaustive()
+    }
+}
+
 impl Model {
-    pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
+    /// An empty model whose every time is `clock`'s.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
         Model {
             clock,
             state: Mutex::new(State::default()),

@@ -53,7 +53,8 @@ fn view(t: &Task, now: Timestamp) -> Task {
 }
 
 impl State {
-    /// Settles every lease that has expired by `now`.
+    /// Settles every lease that has expired by `now`: ready again from the
+    /// moment it expired (docs/spec.md §3), however late this looks.
     pub(super) fn tick(&mut self, now: Timestamp) {
         while let Some(&(expires, id)) = self.leases.first() {
             if expires > now {
@@ -64,7 +65,7 @@ impl State {
             t.lease = None;
             t.updated_at = now;
             transition::push_error(&mut t.errors, t.attempt, now, LEASE_EXPIRED);
-            match transition::after_lease_expiry(t.attempt, t.max_attempts, now) {
+            match transition::after_lease_expiry(t.attempt, t.max_attempts, expires) {
                 Next::RetryAt(at) => {
                     t.state = TaskState::Ready;
                     t.run_at = at;
@@ -283,7 +284,8 @@ impl State {
         }
     }
 
-    /// Release (`run_at` None) or snooze: back to waiting, attempt not counted.
+    /// Release (`run_at` None: ready at once, so `run_at` is now) or snooze:
+    /// back to waiting, attempt not counted.
     pub(super) fn give_back(
         &mut self,
         id: TaskId,
@@ -293,7 +295,7 @@ impl State {
     ) -> Result<Task, StoreError> {
         let t = self.held(id, token)?;
         t.attempt = t.attempt.saturating_sub(1);
-        let at = run_at.unwrap_or(t.run_at);
+        let at = run_at.unwrap_or(now);
         Ok(self.unlease(id, at, now))
     }
 
