@@ -1,7 +1,9 @@
 //! Model-based test of the engine: random sequences of operations and clock
 //! advances, with restarts (reopen from disk) and checkpoints at random
-//! points, against a small reference model of docs/spec.md §3. Every reply is
-//! compared, and after every restart the whole state is.
+//! points, against the reference model of docs/spec.md §3 that the
+//! conformance suite is checked against (`spool_testkit::model`), on the
+//! same clock. Every reply is compared, and after every restart the whole
+//! state is.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -9,10 +11,12 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use spool_core::{
-    ClaimRequest, FailRequest, LeaseToken, ListRequest, ManualClock, NewTask, Payload, QueueName,
-    QueueSettings, Store, StoreError, TaskId, TaskKey, TaskRef, TaskState, Timestamp,
+    ClaimRequest, Clock, FailRequest, LeaseToken, ListRequest, ManualClock, NewTask, Payload,
+    QueueName, QueueSettings, Store, StoreError, Task, TaskId, TaskKey, TaskRef, TaskState,
+    Timestamp,
 };
 use spool_engine::{Engine, EngineConfig};
+use spool_testkit::model::Model;
 
 const MAX_ATTEMPTS: u32 = 3;
 const DEDUP_MS: i64 = 2_000;
@@ -83,97 +87,6 @@ fn action() -> impl Strategy<Value = Action> {
     ]
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum MState {
-    Waiting,
-    Leased { token: LeaseToken, expires: i64 },
-    Dead,
-}
-
-#[derive(Debug, Clone)]
-struct MTask {
-    queue: u8,
-    priority: i16,
-    run_at: i64,
-    attempt: u32,
-    state: MState,
-    key: Option<String>,
-    errors: usize,
-}
-
-/// The reference: docs/spec.md §3 written as plainly as possible.
-#[derive(Debug, Default)]
-struct Model {
-    now: i64,
-    next_id: u64,
-    tasks: BTreeMap<u64, MTask>,
-    /// (queue, key) → (id, expiry; i64::MAX while the task lives).
-    keys: HashMap<(u8, String), (u64, i64)>,
-    old_tokens: Vec<(u64, LeaseToken)>,
-}
-
-impl Model {
-    fn state_of(&self, t: &MTask) -> TaskState {
-        match t.state {
-            MState::Waiting if t.run_at <= self.now => TaskState::Ready,
-            MState::Waiting => TaskState::Scheduled,
-            MState::Leased { .. } => TaskState::Leased,
-            MState::Dead => TaskState::Dead,
-        }
-    }
-
-    fn tick(&mut self) {
-        let now = self.now;
-        for t in self.tasks.values_mut() {
-            if let MState::Leased { expires, .. } = t.state {
-                if expires <= now {
-                    t.errors = (t.errors + 1).min(5);
-                    if t.attempt >= MAX_ATTEMPTS {
-                        t.state = MState::Dead;
-                    } else {
-                        t.state = MState::Waiting;
-                        t.run_at = expires;
-                    }
-                }
-            }
-        }
-    }
-
-    fn ready(&self, queue: u8) -> Vec<u64> {
-        let mut r: Vec<(i16, i64, u64)> = self
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.queue == queue && self.state_of(t) == TaskState::Ready)
-            .map(|(&id, t)| (t.priority, t.run_at, id))
-            .collect();
-        r.sort();
-        r.into_iter().map(|x| x.2).collect()
-    }
-
-    fn leased(&self) -> Vec<u64> {
-        self.tasks
-            .iter()
-            .filter(|(_, t)| matches!(t.state, MState::Leased { .. }))
-            .map(|(&id, _)| id)
-            .collect()
-    }
-
-    fn delete(&mut self, id: u64) {
-        if let Some(t) = self.tasks.remove(&id) {
-            if let Some(k) = t.key {
-                self.keys.insert((t.queue, k), (id, self.now + DEDUP_MS));
-            }
-        }
-    }
-
-    fn token(&self, id: u64) -> LeaseToken {
-        match self.tasks[&id].state {
-            MState::Leased { token, .. } => token,
-            _ => unreachable!("picked from leased tasks"),
-        }
-    }
-}
-
 fn queue(i: u8) -> QueueName {
     QueueName::new(format!("q{i}")).unwrap()
 }
@@ -182,10 +95,18 @@ fn pick<T: Copy>(v: &[T], p: u8) -> Option<T> {
     (!v.is_empty()).then(|| v[p as usize % v.len()])
 }
 
+/// The engine, and the model it must match.
 struct Harness {
     dir: tempfile::TempDir,
     clock: Arc<ManualClock>,
     engine: Option<Engine>,
+    model: Model,
+    /// Each store issues its own lease tokens: the engine's token for each
+    /// of the model's.
+    tokens: HashMap<LeaseToken, LeaseToken>,
+    /// Every lease handed out, for stale tokens: (task, engine's token,
+    /// model's token).
+    old_tokens: Vec<(u64, LeaseToken, LeaseToken)>,
 }
 
 impl Harness {
@@ -199,9 +120,76 @@ impl Harness {
     fn e(&self) -> &Engine {
         self.engine.as_ref().unwrap()
     }
+
+    /// The model's tasks of both queues in `state` (every state: None), by
+    /// id.
+    async fn model_tasks(&self, state: Option<TaskState>) -> BTreeMap<u64, Task> {
+        let mut all = BTreeMap::new();
+        for q in 0..2u8 {
+            let mut req = ListRequest::new(queue(q));
+            req.state = state;
+            req.limit = 1000;
+            loop {
+                let page = self.model.list(req.clone()).await.unwrap();
+                all.extend(page.tasks.into_iter().map(|t| (t.id.0, t)));
+                match page.next_cursor {
+                    Some(c) => req.cursor = Some(c),
+                    None => break,
+                }
+            }
+        }
+        all
+    }
+
+    /// The leased tasks, by id, with the engine's and the model's token.
+    async fn leased(&self) -> Vec<(u64, LeaseToken, LeaseToken)> {
+        self.model_tasks(Some(TaskState::Leased))
+            .await
+            .into_values()
+            .map(|t| {
+                let mine = t.lease.as_ref().expect("leased task has a lease").token;
+                (t.id.0, self.tokens[&mine], mine)
+            })
+            .collect()
+    }
+
+    /// The engine's task `got` is the model's `want`, but for what each
+    /// store decides on its own: lease tokens (mapped), `updated_at` and
+    /// when each error was recorded.
+    fn assert_same(&self, got: &Task, want: &Task) {
+        let id = want.id;
+        assert_eq!(got.id, want.id);
+        assert_eq!(got.queue, want.queue, "queue of {id}");
+        assert_eq!(got.kind, want.kind, "kind of {id}");
+        assert_eq!(got.state, want.state, "state of {id}: {got:?} {want:?}");
+        assert_eq!(got.attempt, want.attempt, "attempt of {id}");
+        assert_eq!(got.priority, want.priority, "priority of {id}");
+        assert_eq!(got.run_at, want.run_at, "run_at of {id}");
+        assert_eq!(got.key, want.key, "key of {id}");
+        assert_eq!(got.payload, want.payload, "payload of {id}");
+        assert_eq!(got.max_attempts, want.max_attempts, "max_attempts of {id}");
+        assert_eq!(got.lease_ms, want.lease_ms, "lease_ms of {id}");
+        assert_eq!(got.created_at, want.created_at, "created_at of {id}");
+        let errors = |t: &Task| -> Vec<(u32, String)> {
+            t.errors
+                .iter()
+                .map(|e| (e.attempt, e.message.clone()))
+                .collect()
+        };
+        assert_eq!(errors(got), errors(want), "errors of {id}");
+        match (&got.lease, &want.lease) {
+            (None, None) => {}
+            (Some(g), Some(w)) => {
+                assert_eq!(g.token, self.tokens[&w.token], "lease token of {id}");
+                assert_eq!(g.expires_at, w.expires_at, "lease expiry of {id}");
+                assert_eq!(g.owner, w.owner, "lease owner of {id}");
+            }
+            (g, w) => panic!("lease of {id}: {g:?}, the model's {w:?}"),
+        }
+    }
 }
 
-async fn compare_all(h: &Harness, m: &Model) {
+async fn compare_all(h: &Harness) {
     let mut seen = BTreeMap::new();
     for q in 0..2u8 {
         let mut req = ListRequest::new(queue(q));
@@ -217,59 +205,43 @@ async fn compare_all(h: &Harness, m: &Model) {
             }
         }
     }
-    let ids: Vec<u64> = m.tasks.keys().copied().collect();
+    let model = h.model_tasks(None).await;
     assert_eq!(
         seen.keys().copied().collect::<Vec<_>>(),
-        ids,
+        model.keys().copied().collect::<Vec<_>>(),
         "task ids differ"
     );
-    for (id, mt) in &m.tasks {
-        let t = &seen[id];
-        assert_eq!(
-            t.state,
-            m.state_of(mt),
-            "state of {id}: {t:?} {mt:?} model now {}",
-            m.now
-        );
-        assert_eq!(t.attempt, mt.attempt, "attempt of {id}");
-        assert_eq!(t.priority, mt.priority, "priority of {id}");
-        assert_eq!(t.errors.len(), mt.errors, "errors of {id}");
-        assert_eq!(t.queue, queue(mt.queue));
-        if let MState::Waiting = mt.state {
-            assert_eq!(t.run_at, Timestamp(mt.run_at), "run_at of {id}");
-        }
-        if let MState::Leased { token, expires } = mt.state {
-            let lease = t.lease.as_ref().expect("leased task has a lease");
-            assert_eq!(lease.token, token);
-            assert_eq!(lease.expires_at, Timestamp(expires));
-        }
+    for (id, want) in &model {
+        h.assert_same(&seen[id], want);
     }
-    let stats = h.e().stats().await.unwrap();
-    for s in stats {
-        let q: u8 = s.name.as_str()[1..].parse().unwrap();
-        for st in TaskState::ALL {
-            let n = m
-                .tasks
-                .values()
-                .filter(|t| t.queue == q && m.state_of(t) == st)
-                .count() as u64;
-            assert_eq!(s.counts.get(st), n, "{st} count in {}", s.name);
-        }
-    }
+    let counts = |stats: Vec<spool_core::QueueStats>| {
+        stats
+            .into_iter()
+            .map(|s| {
+                let per_state: Vec<u64> =
+                    TaskState::ALL.iter().map(|&st| s.counts.get(st)).collect();
+                (s.name, per_state)
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    assert_eq!(
+        counts(h.e().stats().await.unwrap()),
+        counts(h.model.stats().await.unwrap()),
+        "counts per state"
+    );
 }
 
 async fn run(actions: Vec<Action>) {
+    let clock = Arc::new(ManualClock::new(Timestamp(1_700_000_000_000)));
     let mut h = Harness {
         dir: tempfile::tempdir().unwrap(),
-        clock: Arc::new(ManualClock::new(Timestamp(1_700_000_000_000))),
+        clock: clock.clone(),
         engine: None,
+        model: Model::new(clock),
+        tokens: HashMap::new(),
+        old_tokens: Vec::new(),
     };
     h.open();
-    let mut m = Model {
-        now: h.clock.now().as_millis(),
-        next_id: 1,
-        ..Model::default()
-    };
     let settings = QueueSettings {
         max_attempts: MAX_ATTEMPTS,
         dedup_window: Duration::from_millis(DEDUP_MS as u64),
@@ -282,16 +254,18 @@ async fn run(actions: Vec<Action>) {
             .put_queue(&queue(q), settings.clone().into())
             .await
             .unwrap();
+        h.model
+            .put_queue(&queue(q), settings.clone().into())
+            .await
+            .unwrap();
     }
     for a in actions {
-        apply(&mut h, &mut m, a).await;
+        apply(&mut h, a).await;
     }
-    compare_all(&h, &m).await;
+    compare_all(&h).await;
 }
 
-use spool_core::Clock;
-
-async fn apply(h: &mut Harness, m: &mut Model, a: Action) {
+async fn apply(h: &mut Harness, a: Action) {
     match a {
         Action::Enqueue {
             queue: q,
@@ -313,41 +287,8 @@ async fn apply(h: &mut Harness, m: &mut Model, a: Action) {
                 })
                 .collect();
             let got = h.e().enqueue(&queue(q), tasks.clone()).await.unwrap();
-            for (t, out) in tasks.iter().zip(got) {
-                let k = t.key.as_ref().map(|k| (q, k.as_str().to_string()));
-                let existing = k
-                    .as_ref()
-                    .and_then(|k| m.keys.get(k))
-                    .filter(|(_, exp)| *exp > m.now)
-                    .map(|(id, _)| *id);
-                match existing {
-                    Some(id) => {
-                        assert!(out.duplicate, "expected a duplicate of {id}");
-                        assert_eq!(out.id, TaskId(id));
-                    }
-                    None => {
-                        assert!(!out.duplicate);
-                        assert_eq!(out.id, TaskId(m.next_id));
-                        let id = m.next_id;
-                        m.next_id += 1;
-                        if let Some(k) = k {
-                            m.keys.insert(k, (id, i64::MAX));
-                        }
-                        m.tasks.insert(
-                            id,
-                            MTask {
-                                queue: q,
-                                priority: priority as i16,
-                                run_at: m.now + delay_ms.map_or(0, i64::from),
-                                attempt: 0,
-                                state: MState::Waiting,
-                                key: t.key.as_ref().map(|k| k.as_str().to_string()),
-                                errors: 0,
-                            },
-                        );
-                    }
-                }
-            }
+            let want = h.model.enqueue(&queue(q), tasks).await.unwrap();
+            assert_eq!(got, want, "ids and duplicates");
         }
         Action::Claim {
             queue: q,
@@ -357,159 +298,122 @@ async fn apply(h: &mut Harness, m: &mut Model, a: Action) {
             let req = ClaimRequest::new(queue(q), "w")
                 .max(max as u32)
                 .lease(Duration::from_millis(lease_ms as u64));
-            let got = h.e().claim(req).await.unwrap();
-            let expect: Vec<u64> = m.ready(q).into_iter().take(max as usize).collect();
+            let got = h.e().claim(req.clone()).await.unwrap();
+            let want = h.model.claim(req).await.unwrap();
             assert_eq!(
                 got.iter().map(|t| t.id.0).collect::<Vec<_>>(),
-                expect,
+                want.iter().map(|t| t.id.0).collect::<Vec<_>>(),
                 "claim order"
             );
-            for t in got {
-                let token = t.lease.as_ref().unwrap().token;
-                let mt = m.tasks.get_mut(&t.id.0).unwrap();
-                mt.attempt += 1;
-                assert_eq!(t.attempt, mt.attempt);
-                mt.state = MState::Leased {
-                    token,
-                    expires: m.now + lease_ms as i64,
-                };
-                m.old_tokens.push((t.id.0, token));
+            for (g, w) in got.iter().zip(&want) {
+                let token = g.lease.as_ref().unwrap().token;
+                let mine = w.lease.as_ref().unwrap().token;
+                h.tokens.insert(mine, token);
+                h.old_tokens.push((g.id.0, token, mine));
+                h.assert_same(g, w);
             }
         }
         Action::Ack {
             pick: p,
             reschedule_ms,
         } => {
-            let Some(id) = pick(&m.leased(), p) else {
+            let Some((id, token, mine)) = pick(&h.leased().await, p) else {
                 return;
             };
-            let at = reschedule_ms.map(|ms| Timestamp(m.now + ms as i64));
-            h.e().ack(TaskId(id), m.token(id), at).await.unwrap();
-            match at {
-                Some(at) => {
-                    let t = m.tasks.get_mut(&id).unwrap();
-                    t.state = MState::Waiting;
-                    t.attempt = 0;
-                    t.run_at = at.as_millis();
-                }
-                None => m.delete(id),
-            }
+            let now = h.clock.now();
+            let at = reschedule_ms.map(|ms| now.plus(Duration::from_millis(ms as u64)));
+            h.e().ack(TaskId(id), token, at).await.unwrap();
+            h.model.ack(TaskId(id), mine, at).await.unwrap();
         }
         Action::Fail {
             pick: p,
             retry_ms,
             discard,
         } => {
-            let Some(id) = pick(&m.leased(), p) else {
+            let Some((id, token, mine)) = pick(&h.leased().await, p) else {
                 return;
             };
-            let req = FailRequest {
+            let now = h.clock.now();
+            let mut req = FailRequest {
                 message: "boom".into(),
-                retry_at: retry_ms.map(|ms| Timestamp(m.now + ms as i64)),
+                retry_at: retry_ms.map(|ms| now.plus(Duration::from_millis(ms as u64))),
                 discard,
             };
-            let got = h.e().fail(TaskId(id), m.token(id), req).await.unwrap();
-            let now = m.now;
-            let t = m.tasks.get_mut(&id).unwrap();
-            t.errors = (t.errors + 1).min(5);
-            if discard || t.attempt >= MAX_ATTEMPTS {
-                t.state = MState::Dead;
-                assert_eq!(got.state, TaskState::Dead);
-            } else {
-                t.state = MState::Waiting;
-                t.run_at = match retry_ms {
-                    Some(ms) => now + ms as i64,
-                    None => {
-                        let base = BACKOFF_MS << (t.attempt - 1);
-                        let at = got.run_at.as_millis() - now;
-                        assert!(
-                            at >= base * 9 / 10 - 1 && at <= base * 11 / 10 + 1,
-                            "backoff {at} for base {base}"
-                        );
-                        got.run_at.as_millis()
-                    }
-                };
+            let got = h.e().fail(TaskId(id), token, req.clone()).await.unwrap();
+            if req.retry_at.is_none() && got.state != TaskState::Dead {
+                // Backoff with jitter: the engine's delay must be in the
+                // band; the model, whose jitter is its own, takes it as given.
+                let base = BACKOFF_MS << (got.attempt - 1);
+                let at = got.run_at.as_millis() - now.as_millis();
+                assert!(
+                    at >= base * 9 / 10 - 1 && at <= base * 11 / 10 + 1,
+                    "backoff {at} for base {base}"
+                );
+                req.retry_at = Some(got.run_at);
             }
+            let want = h.model.fail(TaskId(id), mine, req).await.unwrap();
+            h.assert_same(&got, &want);
         }
         Action::Release { pick: p } => {
-            let Some(id) = pick(&m.leased(), p) else {
+            let Some((id, token, mine)) = pick(&h.leased().await, p) else {
                 return;
             };
-            h.e().release(TaskId(id), m.token(id)).await.unwrap();
-            let now = m.now;
-            let t = m.tasks.get_mut(&id).unwrap();
-            t.attempt -= 1;
-            t.state = MState::Waiting;
-            t.run_at = now;
+            h.e().release(TaskId(id), token).await.unwrap();
+            h.model.release(TaskId(id), mine).await.unwrap();
         }
         Action::Extend { pick: p, lease_ms } => {
-            let Some(id) = pick(&m.leased(), p) else {
+            let Some((id, token, mine)) = pick(&h.leased().await, p) else {
                 return;
             };
-            h.e()
-                .extend(
-                    TaskId(id),
-                    m.token(id),
-                    Duration::from_millis(lease_ms as u64),
-                )
-                .await
-                .unwrap();
-            let now = m.now;
-            if let MState::Leased { expires, .. } = &mut m.tasks.get_mut(&id).unwrap().state {
-                *expires = now + lease_ms as i64;
-            }
+            let lease = Duration::from_millis(lease_ms as u64);
+            let got = h.e().extend(TaskId(id), token, lease).await.unwrap();
+            let want = h.model.extend(TaskId(id), mine, lease).await.unwrap();
+            h.assert_same(&got, &want);
         }
         Action::StaleToken { pick: p } => {
-            let Some((id, token)) = pick(&m.old_tokens, p) else {
+            let Some((id, token, mine)) = pick(&h.old_tokens, p) else {
                 return;
             };
-            let current = m.tasks.get(&id).map(|t| t.state.clone());
-            if matches!(current, Some(MState::Leased { token: t, .. }) if t == token) {
+            let current = h.model.get(TaskRef::Id(TaskId(id))).await;
+            if matches!(&current, Ok(t) if t.lease.as_ref().is_some_and(|l| l.token == mine)) {
                 return;
             }
             let err = h.e().ack(TaskId(id), token, None).await.unwrap_err();
-            let expect = if current.is_some() {
+            let expect = if current.is_ok() {
                 StoreError::LeaseLost
             } else {
                 StoreError::NotFound
             };
             assert_eq!(err, expect);
+            let model = h.model.ack(TaskId(id), mine, None).await.unwrap_err();
+            assert_eq!(err, model, "the model's answer");
         }
         Action::Cancel { pick: p } => {
-            let ids: Vec<u64> = m.tasks.keys().copied().collect();
+            let ids: Vec<u64> = h.model_tasks(None).await.into_keys().collect();
             let Some(id) = pick(&ids, p) else { return };
             h.e().cancel(TaskRef::Id(TaskId(id))).await.unwrap();
-            m.delete(id);
+            h.model.cancel(TaskRef::Id(TaskId(id))).await.unwrap();
             assert_eq!(
                 h.e().get(TaskRef::Id(TaskId(id))).await.unwrap_err(),
+                StoreError::NotFound
+            );
+            assert_eq!(
+                h.model.get(TaskRef::Id(TaskId(id))).await.unwrap_err(),
                 StoreError::NotFound
             );
         }
         Action::RetryDead { queue: q } => {
             let n = h.e().retry_dead(&queue(q)).await.unwrap();
-            let now = m.now;
-            let mut expect = 0;
-            for t in m
-                .tasks
-                .values_mut()
-                .filter(|t| t.queue == q && t.state == MState::Dead)
-            {
-                t.state = MState::Waiting;
-                t.attempt = 0;
-                t.run_at = now;
-                expect += 1;
-            }
+            let expect = h.model.retry_dead(&queue(q)).await.unwrap();
             assert_eq!(n, expect);
         }
         Action::Advance { ms } => {
             h.clock.advance(Duration::from_millis(ms as u64));
-            m.now = h.clock.now().as_millis();
-            m.tick();
         }
         Action::Restart => {
             h.engine = None;
             h.open();
-            compare_all(h, m).await;
+            compare_all(h).await;
         }
         Action::Checkpoint => {
             h.e().checkpoint().await.unwrap();
