@@ -1,7 +1,8 @@
 //! What a waiting task costs in memory: a million tasks with 100-byte
 //! payloads resident, measured as RSS growth (allocator included), and
 //! that memory given back once they are done. Alone in its binary, so no
-//! other test's allocations blur the figure.
+//! other test's allocations blur the figure, and so the global allocator
+//! and its settings are the `spool` binary's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, Store};

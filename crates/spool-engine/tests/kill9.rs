@@ -11,6 +11,10 @@
 //! for good and stay (dead tasks keep their payloads), so segments go mostly
 //! dead and compaction moves the survivors' payloads while the kills land:
 //! at the end the log holds little more than the live payloads.
+//!
+//! Alone in its test binary: the parent re-executes the binary as the
+//! child, by exact test name, and the child must run that test and nothing
+//! else.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{HashMap, HashSet};

@@ -15,33 +15,52 @@ use spool_core::StoreError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PgError {
+    /// A setting of [`PgConfig`](crate::PgConfig) is out of range (an
+    /// invalid schema name, a zero pool size or interval) or its TLS root
+    /// certificate cannot be read; code `config`.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The connection string does not parse as a `postgres://` URL or
+    /// key=value string; code `config`.
     #[error("invalid database URL: {0}")]
     Url(#[source] tokio_postgres::Error),
+    /// The connection pool could not be built from the settings; code
+    /// `connect`.
     #[error("cannot build the connection pool: {0}")]
     Pool(#[from] deadpool_postgres::BuildError),
+    /// The first connection failed (unreachable server, refused login, TLS
+    /// handshake, `connect_timeout` passed); code `connect`.
     #[error("cannot connect to PostgreSQL: {0}")]
     Connect(String),
+    /// A step of the migration failed; its transaction is rolled back, so
+    /// the schema is as it was. Code `migrate`.
     #[error("migrating schema {schema}: {source}")]
     Migrate {
+        /// The schema being migrated ([`PgConfig::schema`](crate::PgConfig::schema)).
         schema: String,
+        /// The error of the statement that failed.
         #[source]
         source: tokio_postgres::Error,
     },
+    /// The schema was migrated by a newer Spool than this one: it is left
+    /// untouched and this build refuses to use it. Code `schema_too_new`.
     #[error(
         "schema {schema} is at version {found}, newer than this build knows ({known}): \
          upgrade Spool"
     )]
     SchemaTooNew {
+        /// The schema refused ([`PgConfig::schema`](crate::PgConfig::schema)).
         schema: String,
+        /// The highest migration version recorded in the schema.
         found: i32,
+        /// The latest migration version this build has.
         known: i32,
     },
 }
 
 impl PgError {
-    /// A stable machine-readable code.
+    /// A stable machine-readable code: `config`, `connect`, `migrate` or
+    /// `schema_too_new`.
     pub fn code(&self) -> &'static str {
         match self {
             PgError::Config(_) | PgError::Url(_) => "config",

@@ -32,9 +32,6 @@
 //!
 //! What it is not: a cache, or a queue that trusts the client's clock.
 
-// Being documented; the workspace lints apply once its ring rework lands.
-#![allow(missing_docs, unreachable_pub)]
-
 mod backend;
 mod config;
 mod db;

@@ -25,6 +25,10 @@
 //! wall-clock stores (PostgreSQL, remote) pass them as well as a store on a
 //! [`ManualClock`](spool_core::ManualClock).
 //!
+//! [`model`] is a reference model of a store, which the suite is checked
+//! against (`tests/self_check.rs`) and which model-based tests of a store
+//! compare it with, operation by operation.
+//!
 //! With the `server` feature, module `server` also offers a real server in
 //! the test's process over the real engine, for the tests that talk to one.
 
@@ -36,6 +40,7 @@ mod arrange;
 pub mod cases;
 mod check;
 pub mod fixture;
+pub mod model;
 mod runner;
 #[cfg(feature = "server")]
 pub mod server;

@@ -1,20 +1,17 @@
-//! The suite checked against itself: every case runs against a reference
-//! model (`model/`), once on a manual clock and once on the wall clock, so a
-//! case that is wrong fails here before it blames a real store. Also checks
-//! that every case in `src/cases/` is in the suite.
+//! The suite checked against itself: every case runs against the reference
+//! model (`spool_testkit::model`), once on a manual clock and once on the
+//! wall clock, so a case that is wrong fails here before it blames a real
+//! store. Also checks that every case in `src/cases/` is in the suite.
 
 // A test: a panic is how it reports a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod model;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use spool_core::{ManualClock, SystemClock};
+use spool_testkit::model::Model;
 use spool_testkit::{Fixture, TimeControl};
-
-use model::Model;
 
 async fn on_manual_clock() -> Fixture {
     let clock = Arc::new(ManualClock::starting_now());

@@ -22,7 +22,7 @@ async fn session() -> tokio_postgres::Client {
     client
 }
 
-pub async fn drain(d: &Drain) -> Drained {
+pub(crate) async fn drain(d: &Drain) -> Drained {
     let Drain {
         tasks,
         consumers,

@@ -14,8 +14,6 @@
 //! running after LIMIT_S seconds stops there and reports what it did. Uses
 //! `DATABASE_URL` (default: the local development server) and schemas of
 //! its own, dropped at the end.
-// Being documented; the workspace lints apply once its ring rework lands.
-#![allow(missing_docs, unreachable_pub)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod baseline;
@@ -36,18 +34,23 @@ use crate::holder::Holder;
 
 /// How a drain is run: how many, how, and under what.
 #[derive(Debug, Clone, Copy)]
-pub struct Drain {
-    pub tasks: usize,
-    pub consumers: usize,
-    pub batch: usize,
-    pub holder: Holder,
+pub(crate) struct Drain {
+    /// Tasks filled into the queue before the drain starts.
+    pub(crate) tasks: usize,
+    /// Consumers claiming and acking concurrently.
+    pub(crate) consumers: usize,
+    /// Tasks asked for per claim (and acked per ack).
+    pub(crate) batch: usize,
+    /// What holds the xmin horizon from before the fill to the end of the
+    /// drain.
+    pub(crate) holder: Holder,
     /// A drain still running after this stops.
-    pub limit: Duration,
+    pub(crate) limit: Duration,
 }
 
 impl Drain {
     /// Whether consumers that started at `started` should stop now.
-    pub fn past_limit(&self, started: Instant) -> bool {
+    pub(crate) fn past_limit(&self, started: Instant) -> bool {
         started.elapsed() > self.limit
     }
 }
@@ -57,20 +60,22 @@ const READER_TXN: u64 = 10;
 
 /// Holds the horizon for a drain as `drain.holder` says; `scan` reads the
 /// system's tables.
-pub async fn hold(drain: &Drain, scan: String) -> holder::Held {
+pub(crate) async fn hold(drain: &Drain, scan: String) -> holder::Held {
     holder::start(drain.holder, scan, READER_TXN).await
 }
 
 /// What one drain measured.
 #[derive(Debug)]
-pub struct Drained {
+pub(crate) struct Drained {
     /// Tasks drained: all of them, unless the limit stopped the drain.
-    pub done: usize,
-    pub fill: Duration,
-    pub drain: Duration,
+    pub(crate) done: usize,
+    /// How long filling the queue took.
+    pub(crate) fill: Duration,
+    /// How long the drain took, to its end or the limit.
+    pub(crate) drain: Duration,
     /// WAL the whole cluster wrote during the drain (on a quiet machine,
     /// the drain's own).
-    pub wal: Wal,
+    pub(crate) wal: Wal,
 }
 
 /// WAL position in bytes (`pg_current_wal_lsn`), or the WAL written
@@ -78,12 +83,14 @@ pub struct Drained {
 /// those counters lazily (at most once a second, later when idle), so a
 /// store whose connections stay open would be read short.
 #[derive(Debug, Clone, Copy)]
-pub struct Wal {
-    pub bytes: f64,
+pub(crate) struct Wal {
+    /// Bytes: a position, or the difference of two.
+    pub(crate) bytes: f64,
 }
 
 impl Wal {
-    pub async fn now() -> Wal {
+    /// The cluster's WAL position now.
+    pub(crate) async fn now() -> Wal {
         let row = connect()
             .await
             .query_one(
@@ -95,14 +102,16 @@ impl Wal {
         Wal { bytes: row.get(0) }
     }
 
-    pub async fn since(start: Wal) -> Wal {
+    /// The WAL written since `start` was read.
+    pub(crate) async fn since(start: Wal) -> Wal {
         Wal {
             bytes: Wal::now().await.bytes - start.bytes,
         }
     }
 }
 
-pub async fn drop_schema(schema: &str) {
+/// Drops a schema a drain made, with everything in it.
+pub(crate) async fn drop_schema(schema: &str) {
     connect()
         .await
         .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))

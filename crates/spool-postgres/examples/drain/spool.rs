@@ -8,7 +8,7 @@ use spool_postgres::{ClaimStrategy, PgConfig, PgStore};
 
 use crate::{Drain, Drained};
 
-pub async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
+pub(crate) async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
     let Drain {
         tasks,
         consumers,

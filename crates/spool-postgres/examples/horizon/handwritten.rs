@@ -22,7 +22,7 @@ async fn session() -> tokio_postgres::Client {
     c
 }
 
-pub async fn run(o: &Options) -> Run {
+pub(crate) async fn run(o: &Options) -> Run {
     let schema = crate::fresh_schema("handwritten");
     println!("hand-written SKIP LOCKED queue (schema {schema})");
     let s = format!("\"{schema}\"");

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 /// What holds the horizon during the hold.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum Holder {
+pub(crate) enum Holder {
     /// `BEGIN; SELECT txid_current();`, then idle until released.
     Writer,
     /// Four REPEATABLE READ sessions scanning the tables, in transactions of
@@ -22,14 +22,14 @@ const SCAN_EVERY: Duration = Duration::from_millis(200);
 
 /// A hold in progress.
 #[derive(Debug)]
-pub struct Held {
+pub(crate) struct Held {
     stop: Arc<AtomicBool>,
     writer: Option<tokio_postgres::Client>,
     readers: tokio::task::JoinSet<()>,
 }
 
 /// Takes the horizon as `holder` says; `scan` is the readers' query.
-pub async fn start(holder: Holder, scan: String, reader_txn: u64) -> Held {
+pub(crate) async fn start(holder: Holder, scan: String, reader_txn: u64) -> Held {
     let mut held = Held {
         stop: Arc::default(),
         writer: None,
@@ -79,7 +79,7 @@ pub async fn start(holder: Holder, scan: String, reader_txn: u64) -> Held {
 
 impl Held {
     /// Ends the hold: the writer commits, the readers end their transactions.
-    pub async fn release(mut self) {
+    pub(crate) async fn release(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(c) = self.writer.take() {
             c.batch_execute("COMMIT").await.unwrap();

@@ -26,8 +26,6 @@
 //! largest size over the baseline's largest) and how long after the
 //! release size and throughput were back. Uses `DATABASE_URL` (default:
 //! the local development server).
-// Being documented; the workspace lints apply once its ring rework lands.
-#![allow(missing_docs, unreachable_pub)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../shared/db.rs"]
@@ -49,43 +47,43 @@ use crate::meter::{Phase, Run};
 
 /// The steady state under a held horizon, Spool beside hand-written SQL.
 #[derive(Parser, Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// What holds the horizon.
     #[arg(long, value_enum, default_value = "writer")]
-    pub holder: Holder,
+    pub(crate) holder: Holder,
     /// Seconds of baseline before the hold.
     #[arg(long, default_value_t = 30)]
-    pub before: u64,
+    pub(crate) before: u64,
     /// Seconds the horizon is held.
     #[arg(long, default_value_t = 60)]
-    pub hold: u64,
+    pub(crate) hold: u64,
     /// Seconds after the hold ends.
     #[arg(long, default_value_t = 60)]
-    pub after: u64,
+    pub(crate) after: u64,
     /// Callers enqueuing one task per call.
     #[arg(long, default_value_t = 8)]
-    pub producers: usize,
+    pub(crate) producers: usize,
     /// Claim loops.
     #[arg(long, default_value_t = 8)]
-    pub consumers: usize,
+    pub(crate) consumers: usize,
     /// Most tasks one claim takes.
     #[arg(long, default_value_t = 100)]
-    pub batch: u32,
+    pub(crate) batch: u32,
     /// Length of each reader's REPEATABLE READ transaction, seconds.
     #[arg(long, default_value_t = 10)]
-    pub reader_txn: u64,
+    pub(crate) reader_txn: u64,
     /// Seconds between samples.
     #[arg(long, default_value_t = 5)]
-    pub every: u64,
+    pub(crate) every: u64,
     /// Spool's `rotate_interval`, ms (its default when absent).
     #[arg(long)]
-    pub rotate_ms: Option<u64>,
+    pub(crate) rotate_ms: Option<u64>,
     /// Spool's `rotate_size`, bytes (its default when absent).
     #[arg(long)]
-    pub rotate_size: Option<u64>,
+    pub(crate) rotate_size: Option<u64>,
     /// Which systems, in order.
     #[arg(long, value_delimiter = ',', default_value = "spool,handwritten")]
-    pub systems: Vec<String>,
+    pub(crate) systems: Vec<String>,
 }
 
 #[tokio::main]
@@ -119,7 +117,7 @@ async fn main() {
 /// Samples one system through its phases while its producers and
 /// consumers run (they stop once `run` says so); `scan` is the readers'
 /// query over its tables.
-pub async fn phases(o: &Options, schema: &str, scan: &str, run: &Run) {
+pub(crate) async fn phases(o: &Options, schema: &str, scan: &str, run: &Run) {
     let every = Duration::from_secs(o.every);
     run.sample_for(Phase::Before, Duration::from_secs(o.before), every, schema)
         .await;

@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 
 /// Where a sample was taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     Before,
     Held,
     After,
@@ -17,16 +17,16 @@ pub enum Phase {
 
 /// One sampling window.
 #[derive(Clone, Debug)]
-pub struct Sample {
-    pub phase: Phase,
+pub(crate) struct Sample {
+    pub(crate) phase: Phase,
     /// Seconds since the phase began, at the window's end.
-    pub at: f64,
-    pub done_per_s: f64,
-    pub enqueued_per_s: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub size: i64,
-    pub dead: i64,
+    pub(crate) at: f64,
+    pub(crate) done_per_s: f64,
+    pub(crate) enqueued_per_s: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) size: i64,
+    pub(crate) dead: i64,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -36,7 +36,7 @@ fn histogram() -> Histogram<u64> {
 
 /// Shared by a system's producers and consumers and the sampler.
 #[derive(Clone, Debug)]
-pub struct Run {
+pub(crate) struct Run {
     begun: Instant,
     stopped: Arc<AtomicBool>,
     done: Arc<AtomicU64>,
@@ -48,7 +48,7 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn new() -> Run {
+    pub(crate) fn new() -> Run {
         Run {
             begun: Instant::now(),
             stopped: Arc::default(),
@@ -61,32 +61,32 @@ impl Run {
         }
     }
 
-    pub fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stopped.load(Ordering::Relaxed)
     }
 
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stopped.store(true, Ordering::Relaxed);
     }
 
     /// The stamp a producer puts in a task's payload: µs since the run began.
-    pub fn stamp(&self) -> u64 {
+    pub(crate) fn stamp(&self) -> u64 {
         self.begun.elapsed().as_micros() as u64
     }
 
     /// A 100-byte payload carrying [`Run::stamp`].
-    pub fn payload(&self) -> Vec<u8> {
+    pub(crate) fn payload(&self) -> Vec<u8> {
         let mut p = vec![b'x'; 100];
         p[..8].copy_from_slice(&self.stamp().to_le_bytes());
         p
     }
 
-    pub fn enqueued(&self, n: u64) {
+    pub(crate) fn enqueued(&self, n: u64) {
         self.enqueued.fetch_add(n, Ordering::Relaxed);
     }
 
     /// A claimed task's payload: records its pickup latency.
-    pub fn picked_up(&self, payload: &[u8]) {
+    pub(crate) fn picked_up(&self, payload: &[u8]) {
         let Some(stamp) = payload.get(..8) else {
             return;
         };
@@ -98,12 +98,18 @@ impl Run {
         }
     }
 
-    pub fn completed(&self, n: u64) {
+    pub(crate) fn completed(&self, n: u64) {
         self.done.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Samples every `every` for `length`, printing each window.
-    pub async fn sample_for(&self, phase: Phase, length: Duration, every: Duration, schema: &str) {
+    pub(crate) async fn sample_for(
+        &self,
+        phase: Phase,
+        length: Duration,
+        every: Duration,
+        schema: &str,
+    ) {
         *self.phase.lock().unwrap() = phase;
         let db = crate::connect().await;
         let sizes = db
@@ -166,7 +172,7 @@ impl Run {
     }
 
     /// One row of the summary table (every cell but the system's name).
-    pub fn summary(&self, every: Duration) -> String {
+    pub(crate) fn summary(&self, every: Duration) -> String {
         let samples = self.samples.lock().unwrap().clone();
         let of = |p: Phase| samples.iter().filter(move |s| s.phase == p);
         // The first window warms up: connections, plans, the first fill.

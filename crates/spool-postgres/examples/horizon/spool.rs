@@ -10,7 +10,7 @@ use spool_postgres::{PgConfig, PgStore};
 use crate::meter::Run;
 use crate::Options;
 
-pub async fn run(o: &Options) -> Run {
+pub(crate) async fn run(o: &Options) -> Run {
     let schema = crate::fresh_schema("horizon");
     println!("spool (schema {schema})");
     let mut config = PgConfig {

@@ -1,0 +1,269 @@
+//! Black-box tests of the client commands (enqueue, stats, tasks, retry,
+//! pause/resume, schedule) against a real `spool serve` child process.
+
+use std::process::{Command, Output};
+
+use spool_client::RemoteStore;
+use spool_core::{ClaimRequest, FailRequest, QueueName, Store};
+
+use crate::support::{TestResult, TestServer};
+
+/// A `spool serve` (SIGKILLed on drop) and the temporary data directory it
+/// lives in, removed after the server is gone.
+struct CliServer {
+    server: TestServer,
+    _data: tempfile::TempDir,
+}
+
+impl CliServer {
+    fn start() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let data = tempfile::tempdir()?;
+        let server = TestServer::start(&data.path().join("d"))?;
+        Ok(CliServer {
+            server,
+            _data: data,
+        })
+    }
+
+    /// Runs `spool ARGS --url THIS_SERVER`.
+    fn spool(&self, args: &[&str]) -> Output {
+        run(args, &self.server.base)
+    }
+
+    /// Like [`CliServer::spool`], and the command must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.spool(args);
+        assert!(
+            out.status.success(),
+            "spool {args:?} failed: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+}
+
+fn run(args: &[&str], url: &str) -> Output {
+    match Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args(args)
+        .env("SPOOL_URL", url)
+        .env_remove("SPOOL_TOKEN")
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => panic!("cannot run spool {args:?}: {e}"),
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The line of a table whose first column is `first`.
+fn row<'a>(table: &'a str, first: &str) -> Option<Vec<&'a str>> {
+    table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|cols| cols.first() == Some(&first))
+}
+
+#[test]
+fn enqueue_stats_tasks_pause_resume() -> TestResult {
+    let server = CliServer::start()?;
+    let id = server.ok(&[
+        "enqueue",
+        "emails",
+        "--kind",
+        "send",
+        "--payload",
+        r#"{"to":"ada@example.com"}"#,
+        "--key",
+        "k1",
+    ]);
+    let id = id.trim().to_string();
+    assert!(id.parse::<u64>().is_ok(), "not an id: {id:?}");
+    let again = server.ok(&["enqueue", "emails", "--key", "k1"]);
+    assert_eq!(again.trim(), format!("{id} duplicate"));
+    server.ok(&["enqueue", "emails", "--delay", "1h", "--priority", "-2"]);
+
+    let stats = server.ok(&["stats"]);
+    let emails = row(&stats, "emails").ok_or(stats.clone())?;
+    // QUEUE SCHEDULED READY LEASED DEAD OLDEST_READY PAUSED
+    assert_eq!(emails[1..5], ["1", "1", "0", "0"], "{stats}");
+    assert_eq!(emails[6], "no");
+
+    let tasks = server.ok(&["tasks", "emails"]);
+    let first = row(&tasks, &id).ok_or(tasks.clone())?;
+    assert_eq!(first[1..4], ["send", "ready", "0/20"], "{tasks}");
+    let json: serde_json::Value = serde_json::from_str(&server.ok(&["tasks", "emails", "--json"]))?;
+    assert_eq!(json["tasks"][0]["payload"]["to"], "ada@example.com");
+    assert_eq!(json["tasks"].as_array().map(Vec::len), Some(2));
+    let dead = server.ok(&["tasks", "emails", "--state", "dead"]);
+    assert!(dead.contains("no dead tasks"), "{dead}");
+
+    assert!(server.ok(&["pause", "emails"]).contains("paused"));
+    let stats: serde_json::Value = serde_json::from_str(&server.ok(&["stats", "--json"]))?;
+    assert_eq!(stats["queues"][0]["paused"], true);
+    server.ok(&["resume", "emails"]);
+    let stats = server.ok(&["stats"]);
+    assert_eq!(row(&stats, "emails").ok_or(stats.clone())?[6], "no");
+    Ok(())
+}
+
+#[test]
+fn dead_tasks_are_listed_and_retried() -> TestResult {
+    let server = CliServer::start()?;
+    let id = server.ok(&["enqueue", "jobs", "--max-attempts", "1"]);
+    let id = id.trim().to_string();
+    // Claim and fail it as a worker would: with one attempt it is dead.
+    let store = RemoteStore::builder(server.server.base.clone()).build()?;
+    tokio::runtime::Runtime::new()?.block_on(async {
+        let queue = QueueName::new("jobs")?;
+        let claimed = store.claim(ClaimRequest::new(queue, "test")).await?;
+        let task = claimed.first().ok_or("nothing claimed")?;
+        let token = task.lease.as_ref().ok_or("no lease")?.token;
+        store
+            .fail(task.id, token, FailRequest::new("smtp said no"))
+            .await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    })?;
+
+    let dead = server.ok(&["tasks", "jobs", "--state", "dead"]);
+    let line = row(&dead, &id).ok_or(dead.clone())?;
+    assert_eq!(line[2..4], ["dead", "1/1"], "{dead}");
+    assert!(dead.contains("smtp said no"), "{dead}");
+
+    let not_dead = server.spool(&["retry", "jobs", "999999"]);
+    assert!(!not_dead.status.success());
+    assert!(
+        text(&not_dead.stderr).contains("task 999999 does not exist"),
+        "{}",
+        text(&not_dead.stderr)
+    );
+    let retried = server.ok(&["retry", "jobs", "--all"]);
+    assert!(retried.contains("retried 1 dead task"), "{retried}");
+    let ready = server.ok(&["tasks", "jobs"]);
+    assert_eq!(
+        row(&ready, &id).ok_or(ready.clone())?[2..4],
+        ["ready", "0/1"]
+    );
+    let neither = server.spool(&["retry", "jobs"]);
+    assert!(!neither.status.success(), "retry needs an id or --all");
+    Ok(())
+}
+
+#[test]
+fn schedules_are_set_listed_and_removed() -> TestResult {
+    let server = CliServer::start()?;
+    let set = server.ok(&["schedule", "set", "beat", "--queue", "ops", "--every", "1s"]);
+    assert!(set.contains("every 1s"), "{set}");
+    server.ok(&[
+        "schedule",
+        "set",
+        "nightly",
+        "--queue",
+        "reports",
+        "--cron",
+        "0 */5 * * * *",
+        "--tz",
+        "Europe/Berlin",
+        "--kind",
+        "build",
+        "--payload",
+        r#"{"full":true}"#,
+        "--deadline",
+        "500ms",
+    ]);
+    let list = server.ok(&["schedule", "list"]);
+    assert!(row(&list, "beat").is_some(), "{list}");
+    assert!(list.contains("Europe/Berlin"), "{list}");
+    let json: serde_json::Value =
+        serde_json::from_str(&server.ok(&["schedule", "list", "--json"]))?;
+    let nightly = &json["schedules"][1];
+    assert_eq!(nightly["name"], "nightly");
+    assert_eq!(nightly["deadline_ms"], 500);
+    assert!(nightly["next_fire_at"].is_string(), "{json}");
+
+    assert!(server.ok(&["schedule", "rm", "beat"]).contains("removed"));
+    let list = server.ok(&["schedule", "list"]);
+    assert!(row(&list, "beat").is_none(), "{list}");
+    let gone = server.spool(&["schedule", "rm", "beat"]);
+    assert!(!gone.status.success());
+    assert!(text(&gone.stderr).contains("schedule beat does not exist"));
+
+    let both = server.spool(&["schedule", "set", "x", "--queue", "q"]);
+    assert!(!both.status.success(), "a cadence is required");
+    let fast = server.spool(&["schedule", "set", "x", "--queue", "q", "--every", "10ms"]);
+    assert!(!fast.status.success());
+    assert!(
+        text(&fast.stderr).contains("bad_request"),
+        "{}",
+        text(&fast.stderr)
+    );
+    Ok(())
+}
+
+#[test]
+fn bad_input_is_refused_clearly() -> TestResult {
+    let server = CliServer::start()?;
+    let cases: [(&[&str], &str); 4] = [
+        (&["enqueue", "q", "--payload", "{oops"], "not valid JSON"),
+        (&["enqueue", "a b"], "queue name may contain only"),
+        (
+            &["enqueue", "q", "--delay", "5 parsecs"],
+            "invalid duration",
+        ),
+        (&["tasks", "q", "--state", "done"], "unknown state"),
+    ];
+    for (args, message) in cases {
+        let out = server.spool(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            text(&out.stderr).contains(message),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    // Nothing reached the store.
+    assert!(server.ok(&["stats"]).contains("no queues yet"));
+    Ok(())
+}
+
+#[test]
+fn an_unreachable_server_is_named() {
+    // Port 1 on loopback: nothing listens there.
+    let out = run(&["stats"], "http://127.0.0.1:1");
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("cannot reach the Spool server at http://127.0.0.1:1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_client_command_explains_itself() {
+    let commands: [&[&str]; 9] = [
+        &["enqueue"],
+        &["stats"],
+        &["tasks"],
+        &["retry"],
+        &["pause"],
+        &["resume"],
+        &["schedule", "set"],
+        &["schedule", "list"],
+        &["schedule", "rm"],
+    ];
+    for command in commands {
+        let out = run(&[command, &["--help"]].concat(), "http://127.0.0.1:1");
+        assert!(out.status.success(), "{command:?} --help failed");
+        let help = text(&out.stdout);
+        assert!(help.contains("SPOOL_URL"), "{command:?}: {help}");
+        assert!(help.contains("SPOOL_TOKEN"), "{command:?}: {help}");
+    }
+    let top = run(&["schedule", "--help"], "http://127.0.0.1:1");
+    assert!(
+        text(&top.stdout).contains("--cron"),
+        "{}",
+        text(&top.stdout)
+    );
+}

@@ -1,0 +1,95 @@
+//! What the PostgreSQL tests share: where the database is, a fresh schema
+//! per test, and dropping it afterwards.
+//!
+//! Tests read `DATABASE_URL` (default: the local development server) and
+//! fail, never skip, when it cannot be reached.
+
+use std::sync::Arc;
+
+use spool_postgres::{ClaimStrategy, PgConfig, PgStore};
+use spool_testkit::{Fixture, TimeControl};
+
+/// The local development server's test database, used when `DATABASE_URL`
+/// is not set.
+pub(crate) const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// The database the tests use: `DATABASE_URL`, else [`DEFAULT_URL`].
+pub(crate) fn database_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.to_string())
+}
+
+/// A schema name no other test uses.
+pub(crate) fn fresh_schema() -> String {
+    format!("spool_test_{:016x}", rand::random::<u64>())
+}
+
+/// Settings for a test store in `schema`: a small pool, since tests run in
+/// parallel against one server.
+pub(crate) fn test_config(schema: &str) -> PgConfig {
+    PgConfig {
+        schema: schema.to_string(),
+        pool_size: 12,
+        ..PgConfig::default()
+    }
+}
+
+/// Connects, or fails the test with a message that says what to do.
+pub(crate) async fn connect(config: PgConfig) -> PgStore {
+    let url = database_url();
+    match PgStore::connect(&url, config).await {
+        Ok(store) => store,
+        Err(e) => panic!(
+            "cannot use PostgreSQL at {url}: {e}\n\
+             Start it, or point DATABASE_URL at a database where this user may create schemas."
+        ),
+    }
+}
+
+/// Drops its schema when dropped (after the store, see `Fixture::keep`).
+pub(crate) struct DropSchema(pub(crate) String);
+
+impl Drop for DropSchema {
+    fn drop(&mut self) {
+        let schema = self.0.clone();
+        // Drop runs inside the test's runtime, which cannot block on another
+        // future: a thread of its own does the work.
+        let done = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async {
+                let (client, connection) =
+                    tokio_postgres::connect(&database_url(), tokio_postgres::NoTls).await?;
+                tokio::spawn(connection);
+                client
+                    .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                    .await
+            })
+        })
+        .join();
+        if let Ok(Err(e)) = done {
+            eprintln!("could not drop schema {}: {e}", self.0);
+        }
+    }
+}
+
+/// A fresh store in a schema of its own, dropped after the case.
+pub(crate) async fn fresh() -> Fixture {
+    fresh_with(ClaimStrategy::SkipLocked).await
+}
+
+/// [`fresh`], claiming under the global acquire lock.
+pub(crate) async fn fresh_global_lock() -> Fixture {
+    fresh_with(ClaimStrategy::GlobalLock).await
+}
+
+async fn fresh_with(claim: ClaimStrategy) -> Fixture {
+    let schema = fresh_schema();
+    let store = connect(PgConfig {
+        claim,
+        ..test_config(&schema)
+    })
+    .await;
+    Fixture::new(Arc::new(store), TimeControl::Real).keep(DropSchema(schema))
+}

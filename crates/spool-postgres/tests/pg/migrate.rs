@@ -1,0 +1,204 @@
+//! Schema creation and migration: concurrent starters, versions, refusals.
+
+use std::time::Duration;
+
+use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
+use spool_postgres::{PgConfig, PgStore};
+use tokio_postgres::{Client, NoTls};
+
+async fn client() -> Client {
+    let (client, connection) = tokio_postgres::connect(&database_url(), NoTls)
+        .await
+        .expect("a connection to the test database");
+    tokio::spawn(connection);
+    client
+}
+
+/// (version, times applied) for every recorded migration.
+async fn versions(schema: &str) -> Vec<(i32, i64)> {
+    let sql = format!(
+        "SELECT version, count(*) FROM \"{schema}\".migrations GROUP BY version ORDER BY version"
+    );
+    client()
+        .await
+        .query(&sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_starters_migrate_once() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let starters: Vec<_> = (0..8)
+        .map(|_| {
+            let config = PgConfig {
+                pool_size: 1,
+                ..test_config(&schema)
+            };
+            tokio::spawn(connect(config))
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for s in starters {
+        stores.push(s.await.expect("every starter connects"));
+    }
+    assert_eq!(
+        versions(&schema).await,
+        vec![(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1)]
+    );
+
+    // Every starter sees a working schema.
+    for store in &stores {
+        spool_core::Store::now(store).await.unwrap();
+    }
+    // A later start finds nothing to do.
+    drop(stores);
+    connect(test_config(&schema)).await;
+    assert_eq!(
+        versions(&schema).await,
+        vec![(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_from_a_newer_build_is_refused() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    drop(connect(test_config(&schema)).await);
+    let sql = format!("INSERT INTO \"{schema}\".migrations (version, name) VALUES (999, 'future')");
+    client().await.batch_execute(&sql).await.unwrap();
+    let err = PgStore::connect(&database_url(), test_config(&schema))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "schema_too_new", "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_schema_names_are_refused_before_connecting() {
+    for bad in ["", "Spool", "a-b", "x\"; DROP TABLE y; --"] {
+        let config = PgConfig {
+            schema: bad.to_string(),
+            ..PgConfig::default()
+        };
+        let err = PgStore::connect("postgres://nobody@127.0.0.1:1/none", config)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "config", "{bad:?}: {err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_database_is_a_connect_error() {
+    let config = PgConfig {
+        connect_timeout: Duration::from_secs(2),
+        ..test_config(&fresh_schema())
+    };
+    let err = PgStore::connect("postgres://postgres@127.0.0.1:1/test", config)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "connect", "{err}");
+}
+
+/// The schema as a build of version 5 left it: migrations 1 to 5 applied
+/// and recorded, as `src/migrate.rs` does.
+async fn schema_at_version_5(schema: &str) {
+    let s = format!("\"{schema}\"");
+    let mut sql = format!(
+        "CREATE SCHEMA {s}; \
+         CREATE TABLE {s}.migrations (version integer PRIMARY KEY, name text NOT NULL, \
+             applied_at timestamptz NOT NULL DEFAULT now());"
+    );
+    for (version, migration) in [
+        include_str!("../../migrations/0001_tasks.sql"),
+        include_str!("../../migrations/0002_schedules.sql"),
+        include_str!("../../migrations/0003_vacuum_truncate.sql"),
+        include_str!("../../migrations/0004_scheduled_in_claim_order.sql"),
+        include_str!("../../migrations/0005_stats_cache_and_retried.sql"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        sql.push_str(&migration.replace("{schema}", &s));
+        sql.push_str(&format!(
+            ";\nINSERT INTO {s}.migrations (version, name) VALUES ({}, 'old');",
+            version + 1
+        ));
+    }
+    client().await.batch_execute(&sql).await.unwrap();
+}
+
+/// Tasks queued on a version-5 schema (one task table, before the ring of
+/// generations) are all kept by migration 6: the ready ones are claimed
+/// after it, in claim order; the scheduled, leased and dead ones keep their
+/// state; an idempotency key still names its task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
+    use spool_core::{
+        ClaimRequest, NewTask, Payload, QueueName, Store, TaskId, TaskKey, TaskState,
+    };
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    schema_at_version_5(&schema).await;
+    assert_eq!(versions(&schema).await.last(), Some(&(5, 1)));
+    // What a version-5 store wrote: 20 ready tasks over three priorities
+    // (ids 1-20), one scheduled for tomorrow (21), one leased (22), one
+    // dead (23), and the key of task 1.
+    let s = format!("\"{schema}\"");
+    client()
+        .await
+        .batch_execute(&format!(
+            "INSERT INTO {s}.queues (name, lease_ms, max_attempts, backoff_base_ms, \
+                 backoff_max_ms, dedup_window_ms, max_payload, paused) \
+             VALUES ('kept', 30000, 3, 1000, 3600000, 60000, 1048576, false); \
+             INSERT INTO {s}.tasks (id, run_at, lease_expires_at, lease_token, created_at, \
+                 updated_at, queue_id, attempt, max_attempts, priority, payload_json, state, \
+                 kind, key, lease_owner, payload) \
+             SELECT i, now() - interval '1 second' * (30 - i), \
+                    CASE WHEN i = 22 THEN now() + interval '1 hour' END, \
+                    CASE WHEN i = 22 THEN 7 END, now(), now(), 1, \
+                    CASE WHEN i IN (22, 23) THEN 1 ELSE 0 END, 3, (i % 3)::smallint, false, \
+                    CASE WHEN i <= 20 THEN 'ready' WHEN i = 21 THEN 'scheduled' \
+                         WHEN i = 22 THEN 'leased' ELSE 'dead' END, \
+                    'job', CASE WHEN i = 1 THEN 'k1' END, CASE WHEN i = 22 THEN 'w' END, \
+                    '\\x01' \
+             FROM generate_series(1, 23) i; \
+             UPDATE {s}.tasks SET run_at = now() + interval '1 day' WHERE id = 21; \
+             INSERT INTO {s}.keys (queue_id, key, task_id) VALUES (1, 'k1', 1); \
+             SELECT setval('{s}.task_ids', 23);"
+        ))
+        .await
+        .unwrap();
+
+    let new = connect(test_config(&schema)).await;
+    assert_eq!(versions(&schema).await.last(), Some(&(6, 1)));
+    let q = QueueName::new("kept").unwrap();
+    let again = new
+        .enqueue(
+            &q,
+            vec![NewTask::new(Payload::binary(vec![2])).key(TaskKey::new("k1").unwrap())],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (again[0].id, again[0].duplicate),
+        (TaskId(1), true),
+        "the key still names its task"
+    );
+    let claimed = new.claim(ClaimRequest::new(q, "w").max(100)).await.unwrap();
+    let got: Vec<u64> = claimed.iter().map(|t| t.id.0).collect();
+    let mut want: Vec<u64> = (1..=20).collect();
+    want.sort_by_key(|i| (i % 3, *i));
+    assert_eq!(got, want, "every ready task is claimed, in claim order");
+    for (id, state) in [
+        (21, TaskState::Scheduled),
+        (22, TaskState::Leased),
+        (23, TaskState::Dead),
+    ] {
+        let task = new.get(TaskId(id).into()).await.unwrap();
+        assert_eq!(task.state, state, "task {id}");
+    }
+}
