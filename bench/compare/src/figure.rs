@@ -87,8 +87,12 @@ impl Figure {
 
     /// One of the phases around a held horizon.
     pub fn is_hold_phase(&self) -> bool {
-        [workload::HOLD_BEFORE, workload::HOLD_HELD, workload::HOLD_AFTER]
-            .contains(&self.workload.as_str())
+        [
+            workload::HOLD_BEFORE,
+            workload::HOLD_HELD,
+            workload::HOLD_AFTER,
+        ]
+        .contains(&self.workload.as_str())
     }
 
     pub fn note(mut self, note: impl Into<String>) -> Figure {

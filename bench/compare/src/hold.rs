@@ -53,7 +53,11 @@ const READERS: usize = 4;
 const SCAN_EVERY: Duration = Duration::from_millis(200);
 
 /// The phases, in order, with the workload names of their figures.
-const PHASES: [&str; 3] = [workload::HOLD_BEFORE, workload::HOLD_HELD, workload::HOLD_AFTER];
+const PHASES: [&str; 3] = [
+    workload::HOLD_BEFORE,
+    workload::HOLD_HELD,
+    workload::HOLD_AFTER,
+];
 
 async fn connect(url: &str) -> anyhow::Result<Client> {
     let (client, connection) = tokio_postgres::connect(url, NoTls)

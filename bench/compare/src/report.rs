@@ -10,7 +10,12 @@ use crate::figure::{workload, Figure};
 /// Peers that keep their tasks in PostgreSQL: compared with Spool's
 /// PostgreSQL store. Every other peer is compared with Spool's server,
 /// over HTTP and over RESP.
-const PG_PEERS: &[&str] = &["pg-skip-locked", "graphile-worker", "apalis-postgres", "awa"];
+const PG_PEERS: &[&str] = &[
+    "pg-skip-locked",
+    "graphile-worker",
+    "apalis-postgres",
+    "awa",
+];
 
 pub fn markdown(figures: &[Figure]) -> String {
     let systems = ordered(figures.iter().map(|f| f.system.as_str()));
