@@ -27,7 +27,12 @@ pub fn render(figures: &[Figure], path: &Path) -> anyhow::Result<()> {
     let main_payload = figures.iter().map(|f| f.payload).min().unwrap_or(100);
     let shown: Vec<&Figure> = figures
         .iter()
-        .filter(|f| f.payload == main_payload && f.workload != workload::STEADY && f.rate > 0.0)
+        .filter(|f| {
+            f.payload == main_payload
+                && f.workload != workload::STEADY
+                && !f.is_hold_phase()
+                && f.rate > 0.0
+        })
         .collect();
     let mut groups: Vec<String> = Vec::new();
     let mut systems: Vec<String> = Vec::new();

@@ -76,6 +76,30 @@ pub struct Config {
     #[arg(long, default_value_t = 10)]
     pub steady_secs: u64,
 
+    /// During `steady`, hold the xmin horizon on the PostgreSQL database
+    /// for the systems that keep their tasks there: an idle writing
+    /// transaction, or four REPEATABLE READ readers scanning the system's
+    /// tables. The run then reports the phases before, during and after.
+    #[arg(long, value_enum)]
+    pub hold: Option<crate::hold::Hold>,
+
+    /// Seconds of steady state before the hold begins.
+    #[arg(long, default_value_t = 30)]
+    pub hold_after: u64,
+
+    /// Seconds the horizon is held; the steady state runs on to
+    /// --steady-secs after it.
+    #[arg(long, default_value_t = 120)]
+    pub hold_for: u64,
+
+    /// Length of each reader's REPEATABLE READ transaction, seconds.
+    #[arg(long, default_value_t = 10)]
+    pub reader_txn: u64,
+
+    /// Seconds between samples of the tables during a hold.
+    #[arg(long, default_value_t = 10)]
+    pub sample_every: u64,
+
     /// Larger payloads run through the `big` workload.
     #[arg(long, value_delimiter = ',', default_value = "1024,65536")]
     pub big_payloads: Vec<usize>,

@@ -9,6 +9,10 @@ pub mod workload {
     pub const BATCH: &str = "enqueue-batch";
     pub const DRAIN: &str = "drain";
     pub const STEADY: &str = "steady";
+    /// The steady state's phases around a held horizon (`--hold`).
+    pub const HOLD_BEFORE: &str = "steady-before-hold";
+    pub const HOLD_HELD: &str = "steady-held";
+    pub const HOLD_AFTER: &str = "steady-after-hold";
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -30,6 +34,13 @@ pub struct Figure {
     pub p99_us: Option<u64>,
     /// Why a figure is partial or missing (cut at the time limit, error).
     pub note: String,
+    /// Around a held horizon: the largest total size of the system's
+    /// tables with their indexes, and the most dead tuples, sampled in
+    /// the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_tuples: Option<i64>,
 }
 
 impl Figure {
@@ -45,6 +56,8 @@ impl Figure {
             p50_us: None,
             p99_us: None,
             note: String::new(),
+            size_bytes: None,
+            dead_tuples: None,
         }
     }
 
@@ -66,6 +79,22 @@ impl Figure {
         self
     }
 
+    pub fn tables(mut self, size_bytes: i64, dead_tuples: i64) -> Figure {
+        self.size_bytes = Some(size_bytes);
+        self.dead_tuples = Some(dead_tuples);
+        self
+    }
+
+    /// One of the phases around a held horizon.
+    pub fn is_hold_phase(&self) -> bool {
+        [
+            workload::HOLD_BEFORE,
+            workload::HOLD_HELD,
+            workload::HOLD_AFTER,
+        ]
+        .contains(&self.workload.as_str())
+    }
+
     pub fn note(mut self, note: impl Into<String>) -> Figure {
         self.note = note.into();
         self
@@ -84,6 +113,9 @@ impl Figure {
             workload::BATCH => format!("batched enqueue, {} B", self.payload),
             workload::DRAIN => format!("drain, {} B", self.payload),
             workload::STEADY => format!("steady state, {} B", self.payload),
+            workload::HOLD_BEFORE => format!("steady, before the hold, {} B", self.payload),
+            workload::HOLD_HELD => format!("steady, horizon held, {} B", self.payload),
+            workload::HOLD_AFTER => format!("steady, after the hold, {} B", self.payload),
             other => other.to_string(),
         }
     }

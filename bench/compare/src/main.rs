@@ -7,6 +7,7 @@
 mod chart;
 mod config;
 mod figure;
+mod hold;
 mod payload;
 mod report;
 mod sink;

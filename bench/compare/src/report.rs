@@ -10,7 +10,12 @@ use crate::figure::{workload, Figure};
 /// Peers that keep their tasks in PostgreSQL: compared with Spool's
 /// PostgreSQL store. Every other peer is compared with Spool's server,
 /// over HTTP and over RESP.
-const PG_PEERS: &[&str] = &["pg-skip-locked", "graphile-worker", "apalis-postgres"];
+const PG_PEERS: &[&str] = &[
+    "pg-skip-locked",
+    "graphile-worker",
+    "apalis-postgres",
+    "awa",
+];
 
 pub fn markdown(figures: &[Figure]) -> String {
     let systems = ordered(figures.iter().map(|f| f.system.as_str()));
@@ -76,6 +81,9 @@ pub fn markdown(figures: &[Figure]) -> String {
             .collect();
         let _ = writeln!(out, "| {row} | {} |", cells.join(" | "));
     }
+    if figures.iter().any(Figure::is_hold_phase) {
+        out.push_str(&horizon(figures));
+    }
     let notes: Vec<&Figure> = figures
         .iter()
         .filter(|f| !f.note.is_empty() && !f.note.starts_with("offered"))
@@ -85,6 +93,35 @@ pub fn markdown(figures: &[Figure]) -> String {
         for f in notes {
             let _ = writeln!(out, "- {} — {}: {}", f.system, row_key(f), f.note);
         }
+    }
+    out
+}
+
+/// The steady state around a held horizon: per system, each phase's
+/// rate, pickup, and the largest size and dead-tuple count sampled in it.
+fn horizon(figures: &[Figure]) -> String {
+    let mut out = String::from(
+        "\nThe steady state around a held horizon (size: the system's tables with their \
+         indexes; both the largest sampled in the phase).\n\n\
+         | system | phase | tasks/s | pickup p50 / p99 | size | dead tuples |\n\
+         | --- | --- | ---: | ---: | ---: | ---: |\n",
+    );
+    for f in figures.iter().filter(|f| f.is_hold_phase()) {
+        let phase = match f.workload.as_str() {
+            workload::HOLD_BEFORE => "before",
+            workload::HOLD_HELD => "held",
+            _ => "after",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {phase} | {} | {} / {} | {:.2} MB | {} |",
+            f.system,
+            thousands(f.rate),
+            micros(f.p50_us.unwrap_or(0)),
+            micros(f.p99_us.unwrap_or(0)),
+            f.size_bytes.unwrap_or(0) as f64 / 1e6,
+            thousands(f.dead_tuples.unwrap_or(0) as f64)
+        );
     }
     out
 }
@@ -112,8 +149,9 @@ fn cell(f: &Figure) -> String {
     } else {
         ""
     };
-    match (f.workload.as_str(), f.p50_us, f.p99_us) {
-        (workload::STEADY, Some(p50), Some(p99)) => {
+    let steady = f.workload == workload::STEADY || f.is_hold_phase();
+    match (steady, f.p50_us, f.p99_us) {
+        (true, Some(p50), Some(p99)) => {
             format!("{rate} ({} / {})", micros(p50), micros(p99))
         }
         _ => format!("{rate}{cut}"),
@@ -123,7 +161,7 @@ fn cell(f: &Figure) -> String {
 /// Spool's advantage: throughput ratio, or for the steady state the
 /// inverse ratio of p99 pickup latency.
 fn ratio(spool: &Figure, peer: &Figure) -> Option<f64> {
-    if spool.workload == workload::STEADY {
+    if spool.workload == workload::STEADY || spool.is_hold_phase() {
         let (s, p) = (spool.p99_us? as f64, peer.p99_us? as f64);
         return (s > 0.0 && peer.tasks > 0).then(|| p / s);
     }
@@ -144,7 +182,9 @@ pub fn thousands(x: f64) -> String {
 }
 
 fn micros(us: u64) -> String {
-    if us >= 10_000 {
+    if us >= 1_000_000 {
+        format!("{:.1} s", us as f64 / 1e6)
+    } else if us >= 10_000 {
         format!("{:.0} ms", us as f64 / 1000.0)
     } else if us >= 1000 {
         format!("{:.1} ms", us as f64 / 1000.0)

@@ -54,6 +54,15 @@ impl Sink {
         self.inner.count.load(Ordering::Relaxed)
     }
 
+    /// The pickup histogram so far (µs), to subtract a phase's start from
+    /// its end.
+    pub fn pickup(&self) -> Histogram<u64> {
+        self.inner
+            .pickup_us
+            .lock()
+            .map_or_else(|e| e.into_inner().clone(), |h| h.clone())
+    }
+
     /// Pickup latency quantile in microseconds.
     pub fn pickup_us(&self, q: f64) -> u64 {
         self.inner

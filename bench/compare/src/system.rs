@@ -26,6 +26,13 @@ pub trait System: Send + Sync {
     /// The durability and delivery settings in force, for the report.
     fn settings(&self) -> String;
 
+    /// The PostgreSQL schemas holding the system's tables, for the held
+    /// horizon's readers and its size and dead-tuple samples; empty for
+    /// systems that keep nothing in PostgreSQL.
+    fn pg_schemas(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Creates the benchmark queue if needed and removes every task in it.
     async fn reset(&self) -> anyhow::Result<()>;
 

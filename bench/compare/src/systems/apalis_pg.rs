@@ -111,6 +111,10 @@ impl System for ApalisPg {
         self.settings.clone()
     }
 
+    fn pg_schemas(&self) -> &'static [&'static str] {
+        &["apalis"]
+    }
+
     async fn reset(&self) -> anyhow::Result<()> {
         sqlx::raw_sql("TRUNCATE apalis.jobs, apalis.workers")
             .execute(&self.admin)

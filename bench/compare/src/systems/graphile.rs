@@ -135,6 +135,10 @@ impl System for Graphile {
         self.settings.clone()
     }
 
+    fn pg_schemas(&self) -> &'static [&'static str] {
+        &[SCHEMA]
+    }
+
     /// Jobs, their retirement marks and named-queue rows go; the registered
     /// task identifier stays, as a deployed schema keeps it.
     async fn reset(&self) -> anyhow::Result<()> {

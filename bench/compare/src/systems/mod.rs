@@ -2,6 +2,7 @@
 //! own and states its durability settings in `System::settings`.
 
 mod apalis_pg;
+mod awa;
 mod graphile;
 mod nats;
 mod pg_raw;
@@ -28,6 +29,7 @@ pub async fn connect(name: &str, cfg: &Config) -> anyhow::Result<Box<dyn System>
         "nats-jetstream" => nats::JetStream::connect(cfg).await?,
         "graphile-worker" => graphile::Graphile::connect(cfg).await?,
         "apalis-postgres" => apalis_pg::ApalisPg::connect(cfg).await?,
+        "awa" => awa::Awa::connect(cfg).await?,
         other => anyhow::bail!("unknown system {other:?}"),
     })
 }

@@ -184,6 +184,10 @@ impl System for PgSkipLocked {
         self.settings.clone()
     }
 
+    fn pg_schemas(&self) -> &'static [&'static str] {
+        &[SCHEMA]
+    }
+
     async fn reset(&self) -> anyhow::Result<()> {
         self.admin
             .batch_execute(&sql("TRUNCATE {s}.jobs"))

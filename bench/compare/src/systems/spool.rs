@@ -140,6 +140,14 @@ impl System for Spool {
         self.settings.clone()
     }
 
+    fn pg_schemas(&self) -> &'static [&'static str] {
+        if self.name == "spool-postgres" {
+            &[PG_SCHEMA]
+        } else {
+            &[]
+        }
+    }
+
     /// Drains the queue through the API: claim the largest batches and
     /// ack them until a claim comes back empty.
     async fn reset(&self) -> anyhow::Result<()> {

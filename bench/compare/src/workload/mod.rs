@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::figure::{workload, Figure};
+use crate::hold;
 use crate::system::System;
 
 /// Runs every selected workload against `system`. A workload that fails
@@ -34,14 +35,24 @@ pub async fn run_all(system: &dyn System, cfg: &Config) -> Vec<Figure> {
             consumers: cfg.consumers,
             claim_batch: cfg.claim_batch,
         };
-        let got = steady::run(system, offer).await;
-        figures.push(settle(
-            got,
-            system,
-            workload::STEADY,
-            cfg.consumers,
-            cfg.payload,
-        ));
+        let hold = cfg.hold.map(|hold| hold::Plan {
+            url: cfg.postgres.clone(),
+            hold,
+            after: Duration::from_secs(cfg.hold_after),
+            length: Duration::from_secs(cfg.hold_for),
+            reader_txn: Duration::from_secs(cfg.reader_txn.max(1)),
+            every: Duration::from_secs(cfg.sample_every.max(1)),
+        });
+        match steady::run(system, offer, hold.as_ref()).await {
+            Ok(got) => figures.extend(got),
+            Err(e) => figures.push(failed(
+                system,
+                workload::STEADY,
+                cfg.consumers,
+                cfg.payload,
+                &e,
+            )),
+        }
     }
     if wants("big") && cfg.big_systems.iter().any(|s| s == system.name()) {
         for &size in &cfg.big_payloads {

@@ -4,11 +4,13 @@
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use crate::figure::{workload, Figure};
+use crate::hold;
 use crate::payload;
 use crate::sink::Sink;
 use crate::system::System;
@@ -27,7 +29,11 @@ pub struct Offer {
     pub claim_batch: usize,
 }
 
-pub async fn run(system: &dyn System, o: Offer) -> anyhow::Result<Figure> {
+pub async fn run(
+    system: &dyn System,
+    o: Offer,
+    hold: Option<&hold::Plan>,
+) -> anyhow::Result<Vec<Figure>> {
     system.reset().await?;
     let sink = Sink::new()?;
     let stop = CancellationToken::new();
@@ -67,14 +73,24 @@ pub async fn run(system: &dyn System, o: Offer) -> anyhow::Result<Figure> {
         stop.cancel();
         anyhow::Ok((sent, produced_for))
     };
-    let (consumed, produced) = tokio::join!(consumers, producing);
+    let holding = async {
+        match hold {
+            Some(plan) if !system.pg_schemas().is_empty() => {
+                let schemas = system.pg_schemas();
+                hold::drive(plan, schemas, system.name(), &sink, start, end).await
+            }
+            _ => Ok(Vec::new()),
+        }
+    };
+    let (consumed, produced, phases) = tokio::join!(consumers, producing, holding);
     consumed?;
     let (sent, produced_for) = produced?;
+    let phases = phases.context("the held horizon failed")?;
     let figure = Figure::new(system.name(), workload::STEADY, o.consumers, o.payload)
         .measured(sent, produced_for.as_secs_f64())
         .latency(sink.pickup_us(0.5), sink.pickup_us(0.99));
     let lost = sent.saturating_sub(sink.count());
-    Ok(if lost > 0 {
+    let figure = if lost > 0 {
         figure.note(format!(
             "offered {}/s; {lost} of {sent} not picked up within {} s",
             o.rate,
@@ -82,5 +98,11 @@ pub async fn run(system: &dyn System, o: Offer) -> anyhow::Result<Figure> {
         ))
     } else {
         figure.note(format!("offered {}/s", o.rate))
-    })
+    };
+    let phases = phases.into_iter().map(|mut f| {
+        f.clients = o.consumers;
+        f.payload = o.payload;
+        f
+    });
+    Ok(std::iter::once(figure).chain(phases).collect())
 }
