@@ -233,6 +233,7 @@ impl TaskIn<'_> {
             errors,
             created_at: time_in("created_at", &self.created_at)?,
             updated_at: time_in("updated_at", &self.updated_at)?,
+            traceparent: None,
         })
     }
 }

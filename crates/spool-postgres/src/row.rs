@@ -219,6 +219,7 @@ impl StoredTask {
             errors: self.errors,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            traceparent: None,
         };
         let waiting = |run_at: Timestamp| {
             if run_at <= self.now {

@@ -178,6 +178,7 @@ pub(super) fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, St
         errors,
         created_at: time(f.get("created_at")?)?,
         updated_at: time(f.get("updated_at")?)?,
+        traceparent: None,
     })
 }
 

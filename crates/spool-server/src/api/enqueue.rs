@@ -154,6 +154,7 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
         key: item.key,
         max_attempts: item.max_attempts,
         lease_ms: item.lease_ms,
+        traceparent: None,
     };
     task.validate()?;
     if let Some(ms) = task.lease_ms {
