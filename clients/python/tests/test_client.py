@@ -154,3 +154,13 @@ def test_async_client(server: Server, queue: str) -> None:
                 await c.get(enq.id)
 
     asyncio.run(go())
+
+
+def test_traceparent_is_kept_and_a_malformed_one_refused(client: Client, queue: str) -> None:
+    tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    traced = client.enqueue(queue, {"n": 1}, traceparent=tp)
+    plain = client.enqueue(queue, {"n": 2})
+    assert client.get(traced.id).traceparent == tp
+    assert client.get(plain.id).traceparent is None
+    with pytest.raises(BadRequest):
+        client.enqueue(queue, traceparent="00-not-a-trace-01")

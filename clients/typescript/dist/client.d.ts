@@ -29,6 +29,8 @@ export interface TaskOptions {
     maxAttempts?: number;
     /** The task's own lease (its time-to-run): a claim leases it this long. */
     leaseMs?: number;
+    /** The producer's W3C trace context, which the task's runs join. */
+    traceparent?: string;
 }
 /** One task of a batch for `enqueueMany`. */
 export interface TaskSpec extends TaskOptions {

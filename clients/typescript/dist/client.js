@@ -29,6 +29,7 @@ function taskBody(spec) {
         priority: spec.priority,
         max_attempts: spec.maxAttempts,
         lease_ms: spec.leaseMs,
+        traceparent: spec.traceparent,
     });
 }
 export class Client {

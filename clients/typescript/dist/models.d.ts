@@ -43,6 +43,8 @@ export interface Task {
     errors: TaskError[];
     createdAt: Date;
     updatedAt: Date;
+    /** The W3C trace context given at enqueue, if any. */
+    traceparent: string | null;
 }
 export interface Counts {
     scheduled: number;

@@ -53,6 +53,7 @@ export function taskOf(obj) {
         })),
         createdAt: time(obj.created_at),
         updatedAt: time(obj.updated_at),
+        traceparent: obj.traceparent ?? null,
     };
 }
 export function statsOf(obj) {

@@ -48,6 +48,8 @@ export interface TaskOptions {
   maxAttempts?: number;
   /** The task's own lease (its time-to-run): a claim leases it this long. */
   leaseMs?: number;
+  /** The producer's W3C trace context, which the task's runs join. */
+  traceparent?: string;
 }
 
 /** One task of a batch for `enqueueMany`. */
@@ -111,6 +113,7 @@ function taskBody(spec: TaskSpec): Record<string, unknown> {
     priority: spec.priority,
     max_attempts: spec.maxAttempts,
     lease_ms: spec.leaseMs,
+    traceparent: spec.traceparent,
   });
 }
 

@@ -47,6 +47,8 @@ export interface Task {
   errors: TaskError[];
   createdAt: Date;
   updatedAt: Date;
+  /** The W3C trace context given at enqueue, if any. */
+  traceparent: string | null;
 }
 
 export interface Counts {
@@ -148,6 +150,7 @@ export function taskOf(obj: Wire): Task {
     })),
     createdAt: time(obj.created_at),
     updatedAt: time(obj.updated_at),
+    traceparent: obj.traceparent ?? null,
   };
 }
 

@@ -25,6 +25,16 @@ for (const store of STORES) {
       await assert.rejects(env.client.get(a.id), NotFound);
     });
 
+    it("keeps a traceparent and refuses a malformed one", async () => {
+      const q = freshQueue();
+      const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+      const traced = await env.client.enqueue(q, { n: 1 }, { traceparent: tp });
+      const plain = await env.client.enqueue(q, { n: 2 });
+      assert.equal((await env.client.get(traced.id)).traceparent, tp);
+      assert.equal((await env.client.get(plain.id)).traceparent, null);
+      await assert.rejects(env.client.enqueue(q, null, { traceparent: "00-nope-01" }), BadRequest);
+    });
+
     it("returns the first task for a repeated idempotency key", async () => {
       const q = freshQueue();
       const first = await env.client.enqueue(q, { v: 1 }, { key: "order-7" });

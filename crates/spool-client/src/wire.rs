@@ -82,6 +82,8 @@ pub(crate) struct EnqueueItem<'a> {
     pub max_attempts: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<&'a str>,
 }
 
 impl<'a> EnqueueItem<'a> {
@@ -102,6 +104,7 @@ impl<'a> EnqueueItem<'a> {
             key: t.key.as_ref().map(TaskKey::as_str),
             max_attempts: t.max_attempts,
             lease_ms: t.lease_ms,
+            traceparent: t.traceparent.as_deref(),
         })
     }
 }
@@ -178,6 +181,9 @@ pub(crate) struct TaskIn<'a> {
     errors: Vec<ErrorIn>,
     created_at: String,
     updated_at: String,
+    /// Absent from the answers of servers older than trace context.
+    #[serde(default)]
+    traceparent: Option<String>,
 }
 
 impl TaskIn<'_> {
@@ -233,6 +239,7 @@ impl TaskIn<'_> {
             errors,
             created_at: time_in("created_at", &self.created_at)?,
             updated_at: time_in("updated_at", &self.updated_at)?,
+            traceparent: self.traceparent,
         })
     }
 }

@@ -3,8 +3,9 @@
 //! This crate holds what a task *is* and what may happen to it — the task
 //! model ([`task`]), queue settings ([`settings`]), the retry rules
 //! ([`backoff`], [`transition`]), names ([`names`]), time ([`time`]), the
-//! JSON shapes the server and the client share ([`wire`]) — and the one
-//! seam every store implements: the [`Store`] trait.
+//! trace context a task carries ([`trace`]), the JSON shapes the server and
+//! the client share ([`wire`]) — and the one seam every store implements:
+//! the [`Store`] trait.
 //!
 //! It knows nothing of files, sockets, SQL or async runtimes: stores and the
 //! runtime depend on it, never the other way round.
@@ -19,6 +20,7 @@ pub mod settings;
 pub mod store;
 pub mod task;
 pub mod time;
+pub mod trace;
 pub mod transition;
 pub mod wire;
 
@@ -34,3 +36,4 @@ pub use task::{
     ErrorRecord, Lease, LeaseToken, NewTask, Payload, PayloadFormat, Task, TaskId, TaskState,
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use trace::TraceParent;

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::StoreError;
 use crate::names::{Kind, QueueName, TaskKey};
 use crate::time::Timestamp;
+use crate::trace::TraceParent;
 
 /// A task's id: assigned by the store, unique forever, never reused.
 #[derive(
@@ -225,6 +226,9 @@ pub struct Task {
     pub created_at: Timestamp,
     /// When a store last changed it, by the store's clock.
     pub updated_at: Timestamp,
+    /// The W3C `traceparent` given at enqueue, kept as given: the trace
+    /// every run of the task joins (docs/spec.md §2, §6).
+    pub traceparent: Option<String>,
 }
 
 /// When a new task becomes claimable.
@@ -258,6 +262,9 @@ pub struct NewTask {
     /// The task's own lease in milliseconds (at least 1), which wins over
     /// what every claim asks; unset, the claim or the queue decides.
     pub lease_ms: Option<u64>,
+    /// The producer's trace context as a W3C `traceparent`, which the
+    /// task's runs join; [`NewTask::validate`] refuses any other text.
+    pub traceparent: Option<String>,
 }
 
 impl NewTask {
@@ -313,6 +320,14 @@ impl NewTask {
         self
     }
 
+    /// Carries the producer's trace context, a W3C `traceparent`
+    /// (`00-<trace id>-<parent id>-<flags>`), to the task's runs; anything
+    /// else is refused by [`NewTask::validate`].
+    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
+        self.traceparent = Some(traceparent.into());
+        self
+    }
+
     /// The checks a task passes whatever its queue: out-of-range values are
     /// refused, never clamped (docs/spec.md §7.1). Its payload's size is
     /// checked against its queue's `max_payload` by the store.
@@ -322,6 +337,9 @@ impl NewTask {
         }
         if self.lease_ms == Some(0) {
             return Err(StoreError::bad_request("lease_ms must be at least 1"));
+        }
+        if let Some(text) = &self.traceparent {
+            TraceParent::parse(text)?;
         }
         Ok(())
     }
@@ -348,10 +366,17 @@ mod tests {
     }
 
     #[test]
-    fn zero_attempts_and_zero_leases_are_refused() {
-        let ok = NewTask::default().max_attempts(1).lease_ms(1);
+    fn zero_attempts_zero_leases_and_bad_traceparents_are_refused() {
+        let ok = NewTask::default()
+            .max_attempts(1)
+            .lease_ms(1)
+            .traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
         assert_eq!(ok.validate(), Ok(()));
-        for bad in [ok.clone().max_attempts(0), ok.lease_ms(0)] {
+        for bad in [
+            ok.clone().max_attempts(0),
+            ok.clone().lease_ms(0),
+            ok.clone().traceparent("00-0-0-00"),
+        ] {
             assert_eq!(bad.validate().map_err(|e| e.code()), Err("bad_request"));
         }
     }

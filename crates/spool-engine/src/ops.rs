@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use spool_core::{
     Cadence, Kind, Payload, PayloadFormat, QueueName, QueueSettings, ScheduleSpec, TaskKey,
-    TaskPatch, Timestamp,
+    TaskPatch, Timestamp, TraceParent,
 };
 use spool_wal::LogPos;
 
@@ -46,7 +46,16 @@ pub(crate) struct NewEntry {
     pub key: Option<TaskKey>,
     pub max_attempts: u32,
     pub lease_ms: Option<u64>,
+    /// A W3C traceparent, valid: checked at enqueue and again when read.
+    pub traceparent: Option<String>,
 }
+
+/// The byte after a new task's max_attempts says what follows it: its own
+/// lease (u64) when [`ENTRY_LEASE`] is set, then its traceparent (a
+/// string) when [`ENTRY_TRACEPARENT`] is. Spool wrote only 0 and 1 before
+/// tasks carried trace context, so those records read as they always did.
+const ENTRY_LEASE: u8 = 1;
+const ENTRY_TRACEPARENT: u8 = 2;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Claimed {
@@ -241,7 +250,19 @@ fn put_new_entry(buf: &mut Vec<u8>, t: &NewEntry, base: usize, spans: &mut Vec<S
     put_ts(buf, t.run_at);
     codec::put_str(buf, t.key.as_ref().map_or("", |k| k.as_str()));
     codec::put_u32(buf, t.max_attempts);
-    put_opt_u64(buf, t.lease_ms);
+    let lease = if t.lease_ms.is_some() { ENTRY_LEASE } else { 0 };
+    let trace = if t.traceparent.is_some() {
+        ENTRY_TRACEPARENT
+    } else {
+        0
+    };
+    codec::put_u8(buf, lease | trace);
+    if let Some(ms) = t.lease_ms {
+        codec::put_u64(buf, ms);
+    }
+    if let Some(tp) = &t.traceparent {
+        codec::put_str(buf, tp);
+    }
 }
 
 fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry, DecodeError> {
@@ -252,7 +273,22 @@ fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry,
     let run_at = ts(r, "run_at")?;
     let key = read_opt_name(r, "key", TaskKey::new)?;
     let max_attempts = r.u32("max_attempts")?;
-    let lease_ms = read_opt_u64(r, "lease_ms")?;
+    let at = r.position();
+    let tail = r.u8("lease_ms")?;
+    if tail & !(ENTRY_LEASE | ENTRY_TRACEPARENT) != 0 {
+        return Err(DecodeError {
+            what: "lease_ms",
+            at,
+        });
+    }
+    let lease_ms = match tail & ENTRY_LEASE {
+        0 => None,
+        _ => Some(r.u64("lease_ms")?),
+    };
+    let traceparent = match tail & ENTRY_TRACEPARENT {
+        0 => None,
+        _ => Some(read_traceparent(r)?),
+    };
     Ok(NewEntry {
         id,
         kind,
@@ -262,7 +298,21 @@ fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry,
         key,
         max_attempts,
         lease_ms,
+        traceparent,
     })
+}
+
+/// A traceparent, refused unless valid like any name read back.
+pub(crate) fn read_traceparent(r: &mut Reader<'_>) -> Result<String, DecodeError> {
+    let at = r.position();
+    let text = r.str("traceparent")?;
+    match TraceParent::parse(text) {
+        Ok(_) => Ok(text.to_string()),
+        Err(_) => Err(DecodeError {
+            what: "traceparent",
+            at,
+        }),
+    }
 }
 
 /// A name that may be absent, encoded as the empty string.
@@ -786,5 +836,73 @@ mod tests {
         let mut body = Vec::new();
         settle_failure(None).encode(&mut body, &mut Vec::new());
         assert_eq!(body, old);
+    }
+
+    const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    fn enqueue(lease_ms: Option<u64>, traceparent: Option<&str>) -> Op {
+        Op::Enqueue {
+            now: Timestamp(5),
+            queue: QueueName::new("q").unwrap(),
+            tasks: vec![NewEntry {
+                id: 9,
+                kind: Kind::new("k").unwrap(),
+                payload: Payload::binary(vec![1, 2]),
+                priority: -1,
+                run_at: Timestamp(6),
+                key: None,
+                max_attempts: 3,
+                lease_ms,
+                traceparent: traceparent.map(str::to_string),
+            }],
+        }
+    }
+
+    fn decoded_entry(body: &[u8]) -> Result<NewEntry, DecodeError> {
+        match Op::decode(kind::ENQUEUE, body, &mut Vec::new())? {
+            Op::Enqueue { mut tasks, .. } => Ok(tasks.remove(0)),
+            other => panic!("decoded {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_traceparent_goes_through_the_log_with_or_without_a_lease() {
+        for lease_ms in [None, Some(250)] {
+            let mut body = Vec::new();
+            enqueue(lease_ms, Some(TRACEPARENT)).encode(&mut body, &mut Vec::new());
+            let t = decoded_entry(&body).unwrap();
+            assert_eq!(t.lease_ms, lease_ms);
+            assert_eq!(t.traceparent.as_deref(), Some(TRACEPARENT));
+        }
+    }
+
+    #[test]
+    fn an_entry_without_a_traceparent_is_written_as_before() {
+        for lease_ms in [None, Some(250)] {
+            // The entry's tail as Spool wrote it before trace context: the
+            // lease as an optional u64, nothing after it.
+            let mut body = Vec::new();
+            enqueue(lease_ms, None).encode(&mut body, &mut Vec::new());
+            let mut tail = Vec::new();
+            put_opt_u64(&mut tail, lease_ms);
+            assert!(body.ends_with(&tail));
+            let t = decoded_entry(&body).unwrap();
+            assert_eq!((t.lease_ms, t.traceparent), (lease_ms, None));
+        }
+    }
+
+    #[test]
+    fn an_unknown_tail_or_a_bad_traceparent_is_damage() {
+        let mut body = Vec::new();
+        enqueue(None, None).encode(&mut body, &mut Vec::new());
+        let last = body.len() - 1;
+        body[last] = 4;
+        assert_eq!(decoded_entry(&body).unwrap_err().what, "lease_ms");
+
+        let mut body = Vec::new();
+        enqueue(None, Some(TRACEPARENT)).encode(&mut body, &mut Vec::new());
+        let last = body.len() - 1;
+        body[last] = b'g';
+        assert_eq!(decoded_entry(&body).unwrap_err().what, "traceparent");
     }
 }

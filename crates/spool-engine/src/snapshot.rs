@@ -32,10 +32,12 @@ const SEGMENT: u8 = 8;
 
 /// What follows a task item's fixed fields: nothing; its extra fields as
 /// Spool wrote them before it counted failures; its extra fields and the
-/// count of its failures.
+/// count of its failures; those and then its traceparent (written only for
+/// a task that has one, so other tasks read as before trace context).
 const NO_EXTRA: u8 = 0;
 const EXTRA_UNNUMBERED: u8 = 1;
 const EXTRA: u8 = 2;
+const EXTRA_TRACED: u8 = 3;
 
 /// Writes items into chunks, defining each queue and kind once, before
 /// the first item that refers to it.
@@ -91,7 +93,14 @@ impl SnapshotEncoder {
             codec::put_u8(buf, NO_EXTRA);
             return;
         };
-        codec::put_u8(buf, EXTRA);
+        codec::put_u8(
+            buf,
+            if x.traceparent.is_some() {
+                EXTRA_TRACED
+            } else {
+                EXTRA
+            },
+        );
         ops::put_ts(buf, x.updated_at);
         ops::put_opt_u64(buf, x.lease_ms);
         codec::put_str(buf, x.key.as_ref().map_or("", |k| k.as_str()));
@@ -111,6 +120,9 @@ impl SnapshotEncoder {
             codec::put_str(buf, &err.message);
         }
         codec::put_u64(buf, x.failures);
+        if let Some(tp) = &x.traceparent {
+            codec::put_str(buf, tp);
+        }
     }
 
     /// The last items, after every task: tables added meanwhile, the
@@ -258,8 +270,7 @@ fn load_entry(
     let extra_at = r.position();
     let extra = match r.u8("extra")? {
         NO_EXTRA => None,
-        EXTRA_UNNUMBERED => Some(load_extra(r, at, false)?),
-        EXTRA => Some(load_extra(r, at, true)?),
+        tag @ (EXTRA_UNNUMBERED | EXTRA | EXTRA_TRACED) => Some(load_extra(r, at, tag)?),
         _ => {
             return Err(DecodeError {
                 what: "extra",
@@ -296,7 +307,8 @@ fn load_entry(
     Ok(())
 }
 
-fn load_extra(r: &mut Reader<'_>, at: usize, numbered: bool) -> Result<Extra, DecodeError> {
+/// A task's extra fields, as written under `tag`.
+fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeError> {
     let updated_at = ops::ts(r, "updated_at")?;
     let lease_ms = ops::read_opt_u64(r, "lease_ms")?;
     let key = r.str("key")?;
@@ -331,10 +343,15 @@ fn load_extra(r: &mut Reader<'_>, at: usize, numbered: bool) -> Result<Extra, De
     }
     // Before failures were numbered, the count was not kept: the errors
     // held are the least it can be, and numbers only need to grow from it.
-    let failures = if numbered {
-        r.u64("failures")?
-    } else {
+    let failures = if tag == EXTRA_UNNUMBERED {
         errors.len() as u64
+    } else {
+        r.u64("failures")?
+    };
+    let traceparent = if tag == EXTRA_TRACED {
+        Some(ops::read_traceparent(r)?.into_boxed_str())
+    } else {
+        None
     };
     Ok(Extra {
         updated_at,
@@ -343,6 +360,7 @@ fn load_extra(r: &mut Reader<'_>, at: usize, numbered: bool) -> Result<Extra, De
         lease,
         errors,
         failures,
+        traceparent,
     })
 }
 
@@ -360,6 +378,11 @@ mod tests {
     /// A snapshot of one task that has failed `failures` times and holds
     /// the last two of them, and where the task's item starts in it.
     fn snapshot(failures: u64) -> (Vec<u8>, usize) {
+        traced_snapshot(failures, None)
+    }
+
+    /// [`snapshot`] of a task enqueued with `traceparent`.
+    fn traced_snapshot(failures: u64, traceparent: Option<&str>) -> (Vec<u8>, usize) {
         let mut state = State::new();
         let enqueue = Op::Enqueue {
             now: Timestamp(1),
@@ -373,6 +396,7 @@ mod tests {
                 key: None,
                 max_attempts: 10,
                 lease_ms: None,
+                traceparent: traceparent.map(str::to_string),
             }],
         };
         state.apply(&enqueue, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);
@@ -402,13 +426,31 @@ mod tests {
         assert_eq!((x.errors.len(), x.failures), (2, 9));
     }
 
+    /// Where the extra tag of the task item at `task` is: after the item's
+    /// tag, id, queue, kind, priority, state, format, attempt,
+    /// max_attempts, run_at, created_at, payload segment and offset.
+    fn extra_tag(task: usize) -> usize {
+        task + 1 + 8 + 4 + 4 + 2 + 1 + 1 + 4 + 4 + 8 + 8 + 8 + 8
+    }
+
+    #[test]
+    fn a_task_keeps_its_traceparent_and_one_without_is_written_as_before() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let (buf, task) = traced_snapshot(9, Some(tp));
+        assert_eq!(buf[extra_tag(task)], EXTRA_TRACED);
+        let x = load(&buf);
+        assert_eq!((x.traceparent.as_deref(), x.failures), (Some(tp), 9));
+
+        let (buf, task) = snapshot(9);
+        assert_eq!(buf[extra_tag(task)], EXTRA);
+        assert_eq!(load(&buf).traceparent, None);
+    }
+
     #[test]
     fn a_task_from_before_failures_were_counted_still_loads() {
         // As Spool wrote the task before: extra tag 1, no count at the end.
         let (mut buf, task) = snapshot(9);
-        // Tag, id, queue, kind, priority, state, format, attempt,
-        // max_attempts, run_at, created_at, payload segment and offset.
-        let extra_tag = task + 1 + 8 + 4 + 4 + 2 + 1 + 1 + 4 + 4 + 8 + 8 + 8 + 8;
+        let extra_tag = extra_tag(task);
         assert_eq!(buf[extra_tag], EXTRA);
         buf[extra_tag] = EXTRA_UNNUMBERED;
         buf.truncate(buf.len() - 8);

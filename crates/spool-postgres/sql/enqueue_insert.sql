@@ -5,7 +5,8 @@
 -- $1 queue id, $2 queue name (the notification), then one array per column,
 -- one element per task: $3 id, $4 kind, $5 priority, $6 run_at (NULL: now
 -- plus $7 delay_ms), $8 key, $9 max_attempts, $10 lease_ms,
--- $11 payload_json, $12 payload. Keys are unique within the input.
+-- $11 payload_json, $12 payload, $14 traceparent. Keys are unique within
+-- the input.
 -- $13: NOTIFY here, in the caller's transaction. A notifying commit holds
 -- PostgreSQL's global notification lock through its WAL flush, which
 -- serializes every such commit in the cluster; the store's own enqueues
@@ -20,8 +21,10 @@
 WITH input AS (
     SELECT *
     FROM unnest($3::bigint[], $4::text[], $5::smallint[], $6::timestamptz[], $7::bigint[],
-                $8::text[], $9::integer[], $10::bigint[], $11::boolean[], $12::bytea[])
-        AS u(id, kind, priority, run_at, delay_ms, key, max_attempts, lease_ms, payload_json, payload)
+                $8::text[], $9::integer[], $10::bigint[], $11::boolean[], $12::bytea[],
+                $14::text[])
+        AS u(id, kind, priority, run_at, delay_ms, key, max_attempts, lease_ms, payload_json,
+             payload, traceparent)
 ), taken AS (
     INSERT INTO {schema}.keys AS k (queue_id, key, task_id)
     SELECT $1, i.key, i.id FROM input i WHERE i.key IS NOT NULL ORDER BY i.key
@@ -32,11 +35,12 @@ WITH input AS (
 ), inserted AS (
     INSERT INTO {schema}.tasks
         (id, queue_id, state, priority, run_at, attempt, max_attempts, lease_ms,
-         kind, key, payload_json, payload, created_at, updated_at)
+         kind, key, payload_json, payload, created_at, updated_at, traceparent)
     SELECT i.id, $1,
            CASE WHEN r.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
            i.priority, r.run_at, 0, i.max_attempts, i.lease_ms,
-           i.kind, i.key, i.payload_json, i.payload, {schema}.now_ms(), {schema}.now_ms()
+           i.kind, i.key, i.payload_json, i.payload, {schema}.now_ms(), {schema}.now_ms(),
+           i.traceparent
     FROM input i
     CROSS JOIN LATERAL (
         SELECT COALESCE(i.run_at, {schema}.now_ms() + i.delay_ms * interval '1 millisecond') AS run_at

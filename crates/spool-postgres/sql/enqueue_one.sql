@@ -4,7 +4,7 @@
 --
 -- $1 queue name, $2 kind, $3 priority, $4 run_at (NULL: now plus
 -- $5 delay_ms), $6 max_attempts (NULL: the queue's), $7 lease_ms,
--- $8 payload_json, $9 payload.
+-- $8 payload_json, $9 payload, $10 traceparent.
 --
 -- Answers the new task's id and the statement's clock (db_now, the run_at
 -- of a task to run now); no row, and nothing written, when the queue does
@@ -12,11 +12,12 @@
 -- asks enqueue_keyless.sql, which tells which).
 INSERT INTO {schema}.tasks
     (id, queue_id, state, priority, run_at, attempt, max_attempts, lease_ms,
-     kind, key, payload_json, payload, created_at, updated_at)
+     kind, key, payload_json, payload, created_at, updated_at, traceparent)
 SELECT nextval('{schema}.task_ids'), q.id,
        CASE WHEN r.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
        $3::smallint, r.run_at, 0, COALESCE($6::integer, q.max_attempts), $7::bigint,
-       $2::text, NULL, $8::boolean, $9::bytea, {schema}.now_ms(), {schema}.now_ms()
+       $2::text, NULL, $8::boolean, $9::bytea, {schema}.now_ms(), {schema}.now_ms(),
+       $10::text
 FROM {schema}.queues q
 CROSS JOIN LATERAL (
     SELECT COALESCE($4::timestamptz,

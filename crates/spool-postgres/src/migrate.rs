@@ -53,6 +53,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "the task table as a ring of generations",
         sql: include_str!("../migrations/0006_generations.sql"),
     },
+    Migration {
+        version: 7,
+        name: "trace context of tasks",
+        sql: include_str!("../migrations/0007_traceparent.sql"),
+    },
 ];
 
 /// The latest version this build knows.

@@ -126,6 +126,7 @@ pub(crate) struct StoredTask {
     pub(crate) errors: Vec<ErrorRecord>,
     created_at: Timestamp,
     updated_at: Timestamp,
+    traceparent: Option<String>,
     /// The statement's clock.
     pub(crate) now: Timestamp,
 }
@@ -197,6 +198,7 @@ impl StoredTask {
             errors: read_errors(row, "errors")?,
             created_at: time_col(row, "created_at")?,
             updated_at: time_col(row, "updated_at")?,
+            traceparent: get(row, "traceparent")?,
             now: time_col(row, "db_now")?,
         })
     }
@@ -219,6 +221,7 @@ impl StoredTask {
             errors: self.errors,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            traceparent: self.traceparent,
         };
         let waiting = |run_at: Timestamp| {
             if run_at <= self.now {

@@ -18,7 +18,7 @@ use crate::config::Schema;
 /// states are derived.
 const TASK_COLUMNS: &str = "t.id, t.kind, t.state, t.priority, t.run_at, t.attempt, \
     t.max_attempts, t.lease_ms, t.lease_owner, t.lease_token, t.lease_expires_at, t.key, \
-    t.payload_json, t.payload, t.errors, t.created_at, t.updated_at, \
+    t.payload_json, t.payload, t.errors, t.created_at, t.updated_at, t.traceparent, \
     {schema}.now_ms() AS db_now";
 
 /// What a list's state filter keeps: tasks *shown* in that state. Expired

@@ -76,6 +76,14 @@ impl EnqueueOptions {
         self
     }
 
+    /// The producer's W3C trace context, which the task's runs join (with
+    /// the `otel` feature, `otel::current_traceparent` gives the current
+    /// span's); a malformed one makes the enqueue fail with `bad_request`.
+    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
+        self.task = self.task.traceparent(traceparent);
+        self
+    }
+
     fn into_task<J: Job>(self, job: &J, kind: &Kind) -> Result<NewTask, EnqueueError> {
         let mut task = self.task;
         task.payload = job::encode(job)?;

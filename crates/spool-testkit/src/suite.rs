@@ -57,6 +57,8 @@ macro_rules! __with_cases {
             dedup_window_counts_from_completion
             key_is_free_again_after_dedup_window
             keys_are_per_queue
+            traceparent_is_kept_from_enqueue_to_every_claim
+            malformed_traceparent_is_refused
             claim_takes_tasks_in_priority_run_at_id_order
             claim_respects_max
             paused_queue_yields_nothing_until_resumed

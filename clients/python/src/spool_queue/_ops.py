@@ -108,6 +108,7 @@ class TaskSpec:
     priority: int | None = None
     max_attempts: int | None = None
     lease: Duration | None = None
+    traceparent: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return _compact(
@@ -120,6 +121,7 @@ class TaskSpec:
                 "priority": self.priority,
                 "max_attempts": self.max_attempts,
                 "lease_ms": _ms(self.lease),
+                "traceparent": self.traceparent,
             }
         )
 
@@ -143,13 +145,16 @@ def enqueue(
     max_attempts: int | None = None,
     kind: str | None = None,
     lease: Duration | None = None,
+    traceparent: str | None = None,
 ) -> Op[Enqueued]:
     """Create one task; with ``key``, a live (or recently done) task with it wins.
 
     ``bytes`` payloads travel as bytes, anything else as JSON. ``lease`` is the
     task's own lease (its time-to-run): a claim leases it this long.
+    ``traceparent`` is the producer's W3C trace context, which the task's runs
+    join.
     """
-    spec = TaskSpec(payload, kind, key, delay, run_at, priority, max_attempts, lease)
+    spec = TaskSpec(payload, kind, key, delay, run_at, priority, max_attempts, lease, traceparent)
     return Op("POST", f"/v1/queues/{_seg(queue)}/tasks", _first_enqueued, spec.to_json())
 
 

@@ -94,6 +94,7 @@ class Task:
     errors: list[TaskError]
     created_at: datetime
     updated_at: datetime
+    traceparent: str | None = None
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Task:
@@ -119,6 +120,7 @@ class Task:
             ],
             created_at=parse_time(obj["created_at"]),
             updated_at=parse_time(obj["updated_at"]),
+            traceparent=obj.get("traceparent"),
         )
 
 

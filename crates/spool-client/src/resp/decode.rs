@@ -109,11 +109,16 @@ impl Fields {
     }
 
     pub(super) fn get(&self, name: &str) -> Result<&Value, StoreError> {
+        self.find(name)
+            .ok_or_else(|| bad_answer(format!("no field {name}")))
+    }
+
+    /// A field that servers older than it do not send.
+    fn find(&self, name: &str) -> Option<&Value> {
         self.0
             .iter()
             .find(|(k, _)| matches!(k, Value::Bulk(b) if b.as_ref() == name.as_bytes()))
             .map(|(_, v)| v)
-            .ok_or_else(|| bad_answer(format!("no field {name}")))
     }
 }
 
@@ -178,6 +183,11 @@ pub(super) fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, St
         errors,
         created_at: time(f.get("created_at")?)?,
         updated_at: time(f.get("updated_at")?)?,
+        traceparent: f
+            .find("traceparent")
+            .map(|v| opt(v, text))
+            .transpose()?
+            .flatten(),
     })
 }
 

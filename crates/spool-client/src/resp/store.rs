@@ -151,6 +151,9 @@ impl Cmd {
         if let Some(ms) = t.lease_ms {
             self = self.arg("LEASE").num(ms);
         }
+        if let Some(tp) = &t.traceparent {
+            self = self.arg("TRACEPARENT").arg(tp.as_str());
+        }
         self
     }
 

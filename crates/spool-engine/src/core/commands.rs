@@ -125,6 +125,7 @@ impl Core {
                 key: t.key,
                 max_attempts: t.max_attempts.unwrap_or(settings.max_attempts),
                 lease_ms: t.lease_ms,
+                traceparent: t.traceparent,
             });
             next_id += 1;
         }
@@ -722,6 +723,7 @@ impl Core {
             key: Some(key),
             max_attempts,
             lease_ms: Some(u64::try_from(spec.deadline_at(tick).as_millis()).unwrap_or(u64::MAX)),
+            traceparent: None,
         });
         let queue = spec.queue.clone();
         self.commit(Op::Fire {

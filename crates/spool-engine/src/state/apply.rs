@@ -180,9 +180,11 @@ impl State {
                 flags: 0,
             };
             set_format(&mut entry, t.payload.format);
-            let extra = (t.key.is_some() || t.lease_ms.is_some()).then(|| Extra {
+            let plain = t.key.is_none() && t.lease_ms.is_none() && t.traceparent.is_none();
+            let extra = (!plain).then(|| Extra {
                 key: t.key.clone(),
                 lease_ms: t.lease_ms,
+                traceparent: t.traceparent.as_deref().map(Box::from),
                 ..Extra::new(now)
             });
             self.insert(t.id, entry, extra, now);
@@ -278,6 +280,7 @@ mod tests {
                 key: None,
                 max_attempts: 10,
                 lease_ms: None,
+                traceparent: None,
             }],
         };
         state.apply(&op, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);

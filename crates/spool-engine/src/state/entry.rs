@@ -3,7 +3,8 @@
 //! Only what claims, timers, leases, keys and counts need is here. The
 //! payload stays in the log segment that wrote it ([`PayloadRef`]); what few
 //! tasks carry beyond the common case (a key, a lease, errors, their own
-//! lease time, a change since enqueue) sits in a side table ([`Extra`]), so
+//! lease time, trace context, a change since enqueue) sits in a side table
+//! ([`Extra`]), so
 //! a plain waiting task costs its record and one id in its queue's ready
 //! index.
 
@@ -119,6 +120,8 @@ pub(crate) struct Extra {
     /// How many failures the task has recorded, ever: the number of the
     /// last (see [`crate::ops::Failure`]).
     pub failures: u64,
+    /// The W3C traceparent given at enqueue.
+    pub traceparent: Option<Box<str>>,
 }
 
 impl Extra {
@@ -130,6 +133,7 @@ impl Extra {
             lease: None,
             errors: Vec::new(),
             failures: 0,
+            traceparent: None,
         }
     }
 }

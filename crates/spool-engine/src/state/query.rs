@@ -92,6 +92,7 @@ impl State {
                 errors: x.map(|x| x.errors.clone()).unwrap_or_default(),
                 created_at: e.created_at,
                 updated_at: x.map_or(e.created_at, |x| x.updated_at),
+                traceparent: x.and_then(|x| x.traceparent.as_deref()).map(String::from),
             },
             payload: e.payload,
             in_hand: None,

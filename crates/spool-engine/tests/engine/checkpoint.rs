@@ -38,10 +38,10 @@ async fn churn(engine: Arc<Engine>, stop: Arc<AtomicBool>, worker: u32) {
             .map(|i| {
                 n += 1;
                 let t = NewTask::new(Payload::binary(vec![worker as u8; 64]));
-                if i % 5 == 0 {
-                    t.key(TaskKey::new(format!("w{worker}-{n}")).unwrap())
-                } else {
-                    t
+                match i % 5 {
+                    0 => t.key(TaskKey::new(format!("w{worker}-{n}")).unwrap()),
+                    1 => t.traceparent(format!("00-{n:032x}-{:016x}-01", worker + 1)),
+                    _ => t,
                 }
             })
             .collect();
@@ -101,6 +101,10 @@ async fn checkpoint_during_writes_restores_exact_state_and_reclaims_segments() {
     let engine = Engine::open(cfg).unwrap();
     let after = everything(&engine).await;
     assert_eq!(before.len(), after.len(), "task count after restart");
+    assert!(
+        after.iter().any(|t| t.traceparent.is_some()),
+        "traced tasks are among them"
+    );
     // Scheduled vs ready follows the clock, which moved during the restart:
     // a retry's run_at may have come meanwhile. Everything else is exact.
     let waiting = |tasks: Vec<Task>| -> Vec<Task> {

@@ -187,6 +187,7 @@ impl Backend {
             key: Some(tick_key(name, tick)),
             max_attempts: None,
             lease_ms: Some(lease_ms),
+            traceparent: None,
         };
 
         let tx = client.transaction().await.map_err(db)?;

@@ -1,7 +1,8 @@
 //! The tracing span of a run: `spool.run` with the task's id, queue, kind
 //! and attempt, and its outcome once known. With the `otel` feature it also
 //! carries the OpenTelemetry messaging attributes, so an exporter shows it
-//! as a consumer span named `process <queue>`.
+//! as a consumer span named `process <queue>`, and a task's traceparent is
+//! its parent ([`crate::otel`] says why for every attempt).
 
 use spool_core::Task;
 use tracing::field::Empty;
@@ -21,7 +22,7 @@ pub(crate) fn for_run(task: &Task) -> Span {
 
 #[cfg(feature = "otel")]
 pub(crate) fn for_run(task: &Task) -> Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "spool.run",
         task.id = task.id.0,
         queue = %task.queue,
@@ -35,7 +36,11 @@ pub(crate) fn for_run(task: &Task) -> Span {
         messaging.operation.type = "process",
         messaging.destination.name = %task.queue,
         messaging.message.id = %task.id,
-    )
+    );
+    if let Some(traceparent) = &task.traceparent {
+        crate::otel::join(&span, traceparent);
+    }
+    span
 }
 
 /// Records how the current run ended: ok, failed, snoozed or released.

@@ -3,9 +3,14 @@
 //! The body is one task object or `{"tasks": [...]}` (at most 10,000). The
 //! answer is 201 when at least one task was created, 200 when every item was
 //! a duplicate; per-item results come in request order.
+//!
+//! A task's trace context is its `traceparent` field; a single task without
+//! one takes the request's `traceparent` header, so a producer whose HTTP
+//! client propagates W3C trace context passes it on without a word. A batch
+//! takes only the fields: its tasks may come from many traces.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -52,6 +57,11 @@ pub(super) struct EnqueueItem<'a> {
     /// The task's own lease (time-to-run).
     #[schema(minimum = 1)]
     lease_ms: Option<u64>,
+    /// The producer's W3C trace context, which every run of the task joins;
+    /// ids not all zeros. A single task without it takes the request's
+    /// `traceparent` header.
+    #[schema(pattern = "^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")]
+    traceparent: Option<String>,
 }
 
 /// `{"tasks": [...]}`: an atomic batch of at most 10,000 tasks.
@@ -107,12 +117,19 @@ pub(super) struct EnqueueResponse {
     pub tasks: Vec<EnqueuedJson>,
 }
 
-/// Reads either shape into new tasks, checking every field.
-fn parse(body: &JsonBody) -> Result<Vec<NewTask>, ApiError> {
+/// Reads either shape into new tasks, checking every field; a single
+/// task without a `traceparent` takes the `traceparent` header's.
+fn parse(body: &JsonBody, headers: &HeaderMap) -> Result<Vec<NewTask>, ApiError> {
     let shape: Shape<'_> = body.parse()?;
     let items = match shape.tasks {
         Some(_) => body.parse::<EnqueueBatch<'_>>()?.tasks,
-        None => vec![body.parse::<EnqueueItem<'_>>()?],
+        None => {
+            let mut item = body.parse::<EnqueueItem<'_>>()?;
+            if item.traceparent.is_none() {
+                item.traceparent = traceparent_header(headers)?;
+            }
+            vec![item]
+        }
     };
     let many = items.len() > 1;
     items
@@ -154,6 +171,7 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
         key: item.key,
         max_attempts: item.max_attempts,
         lease_ms: item.lease_ms,
+        traceparent: item.traceparent,
     };
     task.validate()?;
     if let Some(ms) = task.lease_ms {
@@ -162,12 +180,31 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
     Ok(task)
 }
 
+/// The request's `traceparent` header, if it has one; one that is not
+/// text is refused like a malformed one.
+fn traceparent_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    headers
+        .get("traceparent")
+        .map(|v| {
+            v.to_str()
+                .map(str::to_string)
+                .map_err(|_| ApiError::bad_request("the traceparent header must be visible ASCII"))
+        })
+        .transpose()
+}
+
 /// Enqueue one task or a batch.
 #[utoipa::path(
     post,
     path = "/v1/queues/{queue}/tasks",
     tag = "tasks",
-    params(("queue" = String, Path, description = "Queue name")),
+    params(
+        ("queue" = String, Path, description = "Queue name"),
+        ("traceparent" = Option<String>, Header,
+            description = "W3C trace context for a single task whose body has no \
+                           `traceparent`; ignored for a batch",
+            pattern = "^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"),
+    ),
     request_body(content = EnqueueRequest, content_type = "application/json"),
     responses(
         (status = 201, description = "At least one task was created", body = EnqueueResponse),
@@ -178,9 +215,10 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
 pub(super) async fn enqueue(
     State(st): State<AppState>,
     ApiPath(queue): ApiPath<QueueName>,
+    headers: HeaderMap,
     body: JsonBody,
 ) -> Result<(StatusCode, Json<EnqueueResponse>), ApiError> {
-    let tasks = parse(&body)?;
+    let tasks = parse(&body, &headers)?;
     if tasks.is_empty() {
         return Ok((StatusCode::OK, Json(EnqueueResponse { tasks: Vec::new() })));
     }

@@ -338,6 +338,7 @@ fn task(a: &mut Args<'_>, in_batch: bool) -> Result<NewTask, StoreError> {
                 task.lease_ms = Some(ms);
             }
             b"BINARY" => binary = true,
+            b"TRACEPARENT" => task.traceparent = Some(a.string("TRACEPARENT")?),
             _ => return Err(a.unknown_option(&opt)),
         }
     }

@@ -424,7 +424,7 @@ async fn claim(st: &AppState, s: &Session, a: ClaimArgs) -> Result<Reply, ApiErr
         tasks
             .iter()
             .map(|t| {
-                Reply::Map(vec![
+                let mut fields = vec![
                     ("id", Reply::Int(t.id.0 as i64)),
                     (
                         "token",
@@ -438,7 +438,13 @@ async fn claim(st: &AppState, s: &Session, a: ClaimArgs) -> Result<Reply, ApiErr
                     ("kind", Reply::text(t.kind.to_string())),
                     ("payload", Reply::Bulk(t.payload.bytes.clone())),
                     ("run_at", Reply::Int(t.run_at.0)),
-                ])
+                ];
+                // Only when there is one: most tasks carry none, and this
+                // short form is what a busy worker reads.
+                if let Some(tp) = &t.traceparent {
+                    fields.push(("traceparent", Reply::text(tp.clone())));
+                }
+                Reply::Map(fields)
             })
             .collect(),
     ))

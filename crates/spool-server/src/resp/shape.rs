@@ -78,6 +78,10 @@ pub(super) fn task(t: &Task, with_token: bool) -> Reply {
         ),
         ("created_at", Reply::Int(t.created_at.0)),
         ("updated_at", Reply::Int(t.updated_at.0)),
+        (
+            "traceparent",
+            or_null(t.traceparent.as_ref(), |tp| Reply::text(tp.clone())),
+        ),
     ];
     if with_token {
         let token = t.lease.as_ref().map(|l| l.token.to_string());

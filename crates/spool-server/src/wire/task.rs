@@ -69,6 +69,8 @@ pub(crate) struct TaskJson {
     pub created_at: String,
     #[schema(format = DateTime)]
     pub updated_at: String,
+    /// The W3C trace context given at enqueue, which its runs join.
+    pub traceparent: Option<String>,
 }
 
 /// The lease of a leased task.
@@ -136,5 +138,6 @@ pub(crate) fn task_json(task: &Task, with_token: bool) -> Result<TaskJson, TimeE
         errors,
         created_at: rfc3339::format(task.created_at)?,
         updated_at: rfc3339::format(task.updated_at)?,
+        traceparent: task.traceparent.clone(),
     })
 }

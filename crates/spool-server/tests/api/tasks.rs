@@ -1,5 +1,6 @@
 //! Enqueue, get, update, cancel and list: happy paths and their status codes.
 
+use reqwest::header::HeaderValue;
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -308,4 +309,107 @@ async fn list_filters_orders_and_pages() {
     seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), 6);
+}
+
+const TRACED: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const OTHER_TRACE: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+
+/// POSTs an enqueue body with a `traceparent` header.
+async fn enqueue_with_header(
+    s: &TestServer,
+    body: &str,
+    header: HeaderValue,
+) -> crate::support::Answer {
+    let res = s
+        .client
+        .post(s.url("/v1/queues/traced/tasks"))
+        .header("content-type", "application/json")
+        .header("traceparent", header)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    crate::support::Answer::from(res).await
+}
+
+#[tokio::test]
+async fn traceparent_comes_from_the_field_or_for_one_task_the_header() {
+    let s = TestServer::start().await;
+    let from_field = s
+        .enqueue("traced", &format!(r#"{{"traceparent":"{TRACED}"}}"#))
+        .await;
+    let untraced = s.enqueue("traced", "{}").await;
+    let a = enqueue_with_header(&s, "{}", HeaderValue::from_static(OTHER_TRACE)).await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
+    let from_header = a.json["tasks"][0]["id"].as_u64().unwrap();
+    let body = format!(r#"{{"traceparent":"{TRACED}"}}"#);
+    let a = enqueue_with_header(&s, &body, HeaderValue::from_static(OTHER_TRACE)).await;
+    let field_wins = a.json["tasks"][0]["id"].as_u64().unwrap();
+    let a = enqueue_with_header(
+        &s,
+        r#"{"tasks":[{}]}"#,
+        HeaderValue::from_static(OTHER_TRACE),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
+    let batched = a.json["tasks"][0]["id"].as_u64().unwrap();
+
+    let expected = [
+        (from_field, Some(TRACED)),
+        (untraced, None),
+        (from_header, Some(OTHER_TRACE)),
+        (field_wins, Some(TRACED)),
+        (batched, None),
+    ];
+    for (id, tp) in expected {
+        let t = s.get(&format!("/v1/tasks/{id}")).await.json;
+        assert_eq!(t["traceparent"].as_str(), tp, "task {id}");
+    }
+    let a = s
+        .post("/v1/queues/traced/claim", r#"{"worker":"w","max":10}"#)
+        .await;
+    let claimed = a.json["tasks"].as_array().unwrap();
+    assert_eq!(claimed.len(), expected.len());
+    for t in claimed {
+        let (_, tp) = expected.iter().find(|(id, _)| t["id"] == *id).unwrap();
+        assert_eq!(t["traceparent"].as_str(), *tp, "claimed {}", t["id"]);
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_traceparent_is_400_whether_field_or_header() {
+    let s = TestServer::start().await;
+    let bad = "00-00000000000000000000000000000000-00f067aa0ba902b7-01";
+    let a = s
+        .post(
+            "/v1/queues/traced/tasks",
+            &format!(r#"{{"traceparent":"{bad}"}}"#),
+        )
+        .await;
+    a.assert_error(400, "bad_request");
+    assert!(a.text.contains("traceparent"), "{}", a.text);
+    let batch = format!(
+        r#"{{"tasks":[{{}},{{"traceparent":"{}"}}]}}"#,
+        "x".repeat(55)
+    );
+    let a = s.post("/v1/queues/traced/tasks", &batch).await;
+    a.assert_error(400, "bad_request");
+    assert!(a.text.contains("tasks[1]: traceparent"), "{}", a.text);
+    for header in [
+        bad,
+        "garbage",
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+    ] {
+        enqueue_with_header(&s, "{}", HeaderValue::from_static(header))
+            .await
+            .assert_error(400, "bad_request");
+    }
+    let not_text = HeaderValue::from_bytes(b"00-\xff").unwrap();
+    enqueue_with_header(&s, "{}", not_text)
+        .await
+        .assert_error(400, "bad_request");
+    let a = enqueue_with_header(&s, r#"{"tasks":[{}]}"#, HeaderValue::from_static("garbage")).await;
+    assert_eq!(a.status, StatusCode::CREATED, "a batch ignores the header");
+    let queues = s.get("/v1/queues").await.json;
+    assert_eq!(queues["queues"][0]["counts"]["ready"], 1, "{queues}");
 }

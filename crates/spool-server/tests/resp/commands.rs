@@ -237,3 +237,86 @@ async fn bad_arguments_are_bad_request_and_the_connection_goes_on() {
     }
     assert_eq!(c.call(&[b"QUEUES"]).await, V::Array(vec![]));
 }
+
+#[tokio::test]
+async fn traceparent_is_taken_at_enqueue_and_answered_by_claim_and_get() {
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+    let s = Servers::start().await;
+    let mut c = s.client().await;
+    let traced = c
+        .call(&[b"ENQUEUE", b"tq", b"a", b"TRACEPARENT", tp.as_bytes()])
+        .await
+        .int();
+    let plain = c.call(&[b"ENQUEUE", b"tq", b"b"]).await.int();
+    let batch = c
+        .call(&[
+            b"ENQUEUEBATCH",
+            b"tq",
+            b"TASK",
+            b"c",
+            b"traceparent",
+            other.as_bytes(),
+            b"TASK",
+            b"d",
+        ])
+        .await;
+    let batched = batch.items()[0].int();
+
+    let claimed = c.call(&[b"CLAIM", b"tq", b"MAX", b"10"]).await;
+    let traceparent = |task: &V| match task {
+        V::Array(flat) => flat
+            .chunks(2)
+            .find(|p| p[0] == V::Bulk(b"traceparent".to_vec()))
+            .map(|p| p[1].text()),
+        other => panic!("a task is a map: {other:?}"),
+    };
+    let by_id = |id: i64| {
+        claimed
+            .items()
+            .iter()
+            .find(|t| t.field("id").int() == id)
+            .unwrap()
+    };
+    assert_eq!(claimed.items().len(), 4);
+    assert_eq!(traceparent(by_id(traced)).as_deref(), Some(tp));
+    assert_eq!(traceparent(by_id(batched)).as_deref(), Some(other));
+    assert_eq!(traceparent(by_id(plain)), None, "only a task that has one");
+
+    let got = c.call(&[b"GET", traced.to_string().as_bytes()]).await;
+    assert_eq!(got.field("traceparent").text(), tp);
+    let got = c.call(&[b"GET", plain.to_string().as_bytes()]).await;
+    assert_eq!(got.field("traceparent"), &V::Null);
+}
+
+#[tokio::test]
+async fn a_malformed_traceparent_is_bad_request() {
+    let s = Servers::start().await;
+    let mut c = s.client().await;
+    for bad in [
+        &b"garbage"[..],
+        b"00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        b"\xff",
+    ] {
+        let a = c
+            .call(&[b"ENQUEUE", b"tq", b"a", b"TRACEPARENT", bad])
+            .await;
+        assert_eq!(a.code(), "BAD_REQUEST", "{a:?}");
+        let a = c
+            .call(&[
+                b"ENQUEUEBATCH",
+                b"tq",
+                b"TASK",
+                b"a",
+                b"TASK",
+                b"b",
+                b"TRACEPARENT",
+                bad,
+            ])
+            .await;
+        assert_eq!(a.code(), "BAD_REQUEST", "{a:?}");
+    }
+    let a = c.call(&[b"ENQUEUE", b"tq", b"a", b"TRACEPARENT"]).await;
+    assert_eq!(a.code(), "BAD_REQUEST", "{a:?}");
+    assert!(c.call(&[b"CLAIM", b"tq"]).await.items().is_empty());
+}

@@ -23,6 +23,7 @@ mod retry;
 mod schedule;
 mod settings;
 mod stats;
+mod trace;
 mod update;
 
 pub use ack::*;
@@ -43,4 +44,5 @@ pub use retry::*;
 pub use schedule::*;
 pub use settings::*;
 pub use stats::*;
+pub use trace::*;
 pub use update::*;

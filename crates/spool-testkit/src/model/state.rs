@@ -13,7 +13,7 @@ use spool_core::{
     backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, KindCounts, Lease, LeaseToken,
     ListOrder, ListRequest, NewTask, Payload, QueueChange, QueueName, QueueSettings, QueueStats,
     Schedule, ScheduleSpec, StoreError, Task, TaskId, TaskKey, TaskPage, TaskPatch, TaskRef,
-    TaskState, Timestamp,
+    TaskState, Timestamp, TraceParent,
 };
 
 /// Where a task waits in its queue's claim order.
@@ -97,6 +97,9 @@ impl State {
                     "max_attempts and lease_ms must be > 0",
                 ));
             }
+            if let Some(tp) = &t.traceparent {
+                TraceParent::parse(tp)?;
+            }
         }
         self.queues.entry(q.clone()).or_insert(settings.clone());
         let mut out = Vec::with_capacity(tasks.len());
@@ -138,6 +141,7 @@ impl State {
                 errors: Vec::new(),
                 created_at: now,
                 updated_at: now,
+                traceparent: t.traceparent,
             };
             if let Some(k) = t.key {
                 self.keys

@@ -41,6 +41,7 @@ pub(super) async fn enqueue_one(
                 &rows.lease_ms[0],
                 &rows.payload_json[0],
                 &rows.payload[0],
+                &rows.traceparent[0],
             ],
         )
         .await
@@ -83,6 +84,7 @@ pub(super) async fn enqueue_keyless(
                 &rows.lease_ms,
                 &rows.payload_json,
                 &rows.payload,
+                &rows.traceparent,
             ],
         )
         .await

@@ -171,6 +171,7 @@ pub(crate) async fn enqueue_on(
                 &rows.payload_json,
                 &rows.payload,
                 &notify_here,
+                &rows.traceparent,
             ],
         )
         .await

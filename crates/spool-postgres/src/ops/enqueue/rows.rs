@@ -35,6 +35,7 @@ pub(super) struct Rows<'a> {
     pub(super) lease_ms: Vec<Option<i64>>,
     pub(super) payload_json: Vec<bool>,
     pub(super) payload: Vec<&'a [u8]>,
+    pub(super) traceparent: Vec<Option<&'a str>>,
 }
 
 impl<'a> Rows<'a> {
@@ -57,6 +58,7 @@ impl<'a> Rows<'a> {
             lease_ms: Vec::with_capacity(n),
             payload_json: Vec::with_capacity(n),
             payload: Vec::with_capacity(n),
+            traceparent: Vec::with_capacity(n),
         };
         for (t, slot) in tasks.iter().zip(slots) {
             if let Some(max) = limits.max_payload {
@@ -100,6 +102,7 @@ impl<'a> Rows<'a> {
             rows.payload_json
                 .push(t.payload.format == PayloadFormat::Json);
             rows.payload.push(&t.payload.bytes);
+            rows.traceparent.push(t.traceparent.as_deref());
         }
         Ok(rows)
     }
