@@ -17,7 +17,8 @@
 //! - under the writing transaction, the task table's size (every
 //!   partition, with its indexes) stops growing: at the end of the hold it
 //!   is at most 1.5 times what it was a third of the way in. The rotation
-//!   runs every 2 s here, so the ring holds about 6 s of rows; a table
+//!   turns every 2 s here (sooner once a generation outgrows
+//!   `rotate_size`), so the ring holds at most about 6 s of rows; a table
 //!   that keeps every dead version grows threefold from there
 //!   (`src/rotate.rs`). Four REPEATABLE READ readers that scanned the
 //!   table keep its partitions locked, and their snapshot needs every
