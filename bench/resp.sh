@@ -6,7 +6,10 @@
 #      argument: ENQUEUE against LPUSH, without pipelining and with -P 16;
 #   2. bench/compare's drain (claim batches + ACKMANY through
 #      spool_client::RespStore, against Redis's BLMOVE + LREM reliable
-#      queue) and its steady state at a low offered rate (idle pickup);
+#      queue, batched like Spool's) and its steady state at a low offered
+#      rate (idle pickup);
+#   3. the same drain against the reliable queue as it is usually written:
+#      one BLMOVE and one LREM per task (`--claim-batch 1` for Redis only);
 #
 #   bash bench/resp.sh            # ROUNDS=2 N=200000 FILL=200000 by default
 #
@@ -84,4 +87,19 @@ for round in $(seq 1 "$ROUNDS"); do
     --steady-rate 100 --steady-clients 1 --steady-secs 10 \
     --out "$work/compare-$round.json" 2>&1 | grep -v '^\s*$' | grep -iv 'wrote' || true
   cat "$work/compare-$round.md"
+done
+
+echo "== drain: Spool's claim batches + ACKMANY against one BLMOVE + one LREM per task"
+for round in $(seq 1 "$ROUNDS"); do
+  bench/compare/target/release/spool-compare \
+    --spool-bin target/release/spool \
+    --systems spool-resp --workloads batch-drain \
+    --fill "$FILL" --max-secs 60 \
+    --out "$work/batched-$round.json" 2>&1 | grep -v '^\s*$' | grep -iv 'wrote' || true
+  bench/compare/target/release/spool-compare \
+    --redis "redis://127.0.0.1:$REDIS_PORT/" \
+    --systems redis --workloads batch-drain --claim-batch 1 \
+    --fill "$FILL" --max-secs 60 \
+    --out "$work/pertask-$round.json" 2>&1 | grep -v '^\s*$' | grep -iv 'wrote' || true
+  grep -h 'batch-drain' "$work/batched-$round.md" "$work/pertask-$round.md" || true
 done

@@ -95,7 +95,7 @@ impl Default for PgConfig {
             claim: ClaimStrategy::SkipLocked,
             vacuum_after_claims: 50_000,
             rotate_interval: Duration::from_secs(5),
-            rotate_size: 1 << 20,
+            rotate_size: 512 << 10,
             stats_max_age: Duration::ZERO,
             tls_root_cert: None,
         }
