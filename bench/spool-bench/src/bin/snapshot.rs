@@ -3,7 +3,7 @@
 //! tasks table before, during and after.
 //!
 //! ```text
-//! cargo run --release -p spool-postgres --example snapshot -- [RATE] [HOLD_S] [WARMUP_S] [HOLDER]
+//! cargo run --release -p spool-bench --bin snapshot -- [RATE] [HOLD_S] [WARMUP_S] [HOLDER]
 //! ```
 //! HOLDER: `rr` (default), a REPEATABLE READ snapshot; `xid`, a transaction
 //! that took an XID (`SELECT txid_current()`) and sits idle.
@@ -23,19 +23,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use spool_bench::db::{connect_to, database_url, drop_schema, fresh_schema};
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store};
 use spool_postgres::{PgConfig, PgStore};
 
 const WINDOW: Duration = Duration::from_secs(5);
 const AFTER: Duration = Duration::from_secs(30);
-
-async fn client(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-}
 
 #[tokio::main]
 async fn main() {
@@ -48,9 +41,8 @@ async fn main() {
         Some("xid") => "BEGIN; SELECT txid_current()",
         Some(other) => panic!("HOLDER is rr or xid, not {other:?}"),
     };
-    let url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let schema = format!("spool_snapshot_{:08x}", rand::random::<u32>());
+    let url = database_url();
+    let schema = fresh_schema("snapshot");
     let config = PgConfig {
         schema: schema.clone(),
         pool_size: 8,
@@ -113,8 +105,8 @@ async fn main() {
         });
     }
 
-    let holder = client(&url).await;
-    let stats = client(&url).await;
+    let holder = connect_to(&url).await;
+    let stats = connect_to(&url).await;
     let vacuum_sql = format!("VACUUM (TRUNCATE false) \"{schema}\".tasks");
     // Every partition of the task table (migration 6), with its indexes.
     let stats_sql = "SELECT coalesce(sum(n_dead_tup), 0)::bigint, \
@@ -173,9 +165,5 @@ async fn main() {
     load.join_all().await;
     drop(holder);
     drop(store);
-    client(&url)
-        .await
-        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
+    drop_schema(&url, &schema).await;
 }

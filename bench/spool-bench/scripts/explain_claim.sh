@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # EXPLAIN (ANALYZE, BUFFERS) of the claim statement at a given table size.
 #
-#   crates/spool-postgres/scripts/explain_claim.sh ROWS [SCHEMA]
+#   bench/spool-bench/scripts/explain_claim.sh ROWS [SCHEMA]
 #
-# Builds SCHEMA (default spool_explain; dropped first) from migrations/,
+# Builds SCHEMA (default spool_explain; dropped first) from the PostgreSQL
+# store's migrations/ (crates/spool-postgres, where it runs from),
 # fills it with ROWS tasks in two queues with generate_series (80% ready in
 # `emails` over three priorities, 5% ready in `other`, 5% each scheduled,
 # leased and dead; 100-byte payloads; run_at a millisecond apart, as
@@ -20,10 +21,10 @@
 # so that their dead versions and index entries stay, and explains the
 # claim twice: from the front of claim order (as a claim does every 5 s)
 # and from a claim floor (the (priority, run_at) of the next ready task, as
-# the store's claims do otherwise; src/floor.rs). Uses psql with PG*
+# the store's claims do otherwise; src/floor.rs there). Uses psql with PG*
 # variables (default: postgres@127.0.0.1:5432/test).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../../crates/spool-postgres"
 rows=${1:?ROWS}
 schema=${2:-spool_explain}
 export PGHOST=${PGHOST:-127.0.0.1} PGUSER=${PGUSER:-postgres} PGDATABASE=${PGDATABASE:-test}

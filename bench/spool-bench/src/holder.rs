@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 /// What holds the horizon during the hold.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub(crate) enum Holder {
+pub enum Holder {
     /// `BEGIN; SELECT txid_current();`, then idle until released.
     Writer,
     /// Four REPEATABLE READ sessions scanning the tables, in transactions of
@@ -22,14 +22,14 @@ const SCAN_EVERY: Duration = Duration::from_millis(200);
 
 /// A hold in progress.
 #[derive(Debug)]
-pub(crate) struct Held {
+pub struct Held {
     stop: Arc<AtomicBool>,
     writer: Option<tokio_postgres::Client>,
     readers: tokio::task::JoinSet<()>,
 }
 
 /// Takes the horizon as `holder` says; `scan` is the readers' query.
-pub(crate) async fn start(holder: Holder, scan: String, reader_txn: u64) -> Held {
+pub async fn start(holder: Holder, scan: String, reader_txn: u64) -> Held {
     let mut held = Held {
         stop: Arc::default(),
         writer: None,
@@ -38,7 +38,7 @@ pub(crate) async fn start(holder: Holder, scan: String, reader_txn: u64) -> Held
     match holder {
         Holder::None => {}
         Holder::Writer => {
-            let c = crate::connect().await;
+            let c = crate::db::connect().await;
             c.batch_execute("BEGIN; SELECT txid_current();")
                 .await
                 .unwrap();
@@ -51,7 +51,7 @@ pub(crate) async fn start(holder: Holder, scan: String, reader_txn: u64) -> Held
                 // Staggered, so some reader's snapshot is always open.
                 let offset = txn * r as u32 / READERS as u32;
                 held.readers.spawn(async move {
-                    let c = crate::connect().await;
+                    let c = crate::db::connect().await;
                     let mut first = true;
                     while !stop.load(Ordering::Relaxed) {
                         c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
@@ -79,7 +79,7 @@ pub(crate) async fn start(holder: Holder, scan: String, reader_txn: u64) -> Held
 
 impl Held {
     /// Ends the hold: the writer commits, the readers end their transactions.
-    pub(crate) async fn release(mut self) {
+    pub async fn release(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(c) = self.writer.take() {
             c.batch_execute("COMMIT").await.unwrap();

@@ -3,7 +3,7 @@
 //! same load generator.
 //!
 //! ```text
-//! cargo run --release -p spool-postgres --example horizon -- \
+//! cargo run --release -p spool-bench --bin horizon -- \
 //!     --holder writer --before 30 --hold 600 --after 60
 //! ```
 //! For each system, on a schema of its own: `--producers` (8) callers
@@ -28,21 +28,16 @@
 //! the local development server).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../shared/db.rs"]
-mod db;
 mod handwritten;
-#[path = "../shared/handwritten_sql.rs"]
-mod handwritten_sql;
-mod holder;
 mod meter;
 mod spool;
 
-pub(crate) use db::{connect, database_url, fresh_schema};
 use std::time::Duration;
 
 use clap::Parser;
+pub(crate) use spool_bench::db::{connect, database_url, fresh_schema};
+use spool_bench::holder::{self, Holder};
 
-use crate::holder::Holder;
 use crate::meter::{Phase, Run};
 
 /// The steady state under a held horizon, Spool beside hand-written SQL.

@@ -7,20 +7,14 @@
 
 use std::time::Duration;
 
-use crate::handwritten_sql::{ACK, CLAIM, SCHEMA};
+use spool_bench::db::drop_schema;
+use spool_bench::handwritten::{session, ACK, CLAIM, SCHEMA};
+
 use crate::meter::Run;
 use crate::Options;
 
 const QUEUE: &str = "horizon";
 const ENQUEUE: &str = "INSERT INTO {s}.jobs (queue, payload) VALUES ('horizon', $1)";
-
-async fn session() -> tokio_postgres::Client {
-    let c = crate::connect().await;
-    c.batch_execute("SET synchronous_commit = on")
-        .await
-        .unwrap();
-    c
-}
 
 pub(crate) async fn run(o: &Options) -> Run {
     let schema = crate::fresh_schema("handwritten");
@@ -76,10 +70,6 @@ pub(crate) async fn run(o: &Options) -> Run {
     let scan = format!("SELECT count(*), count(locked_by) FROM {s}.jobs");
     crate::phases(o, &schema, &scan, &run).await;
     load.join_all().await;
-    crate::connect()
-        .await
-        .batch_execute(&format!("DROP SCHEMA {s} CASCADE"))
-        .await
-        .unwrap();
+    drop_schema(&crate::database_url(), &schema).await;
     run
 }

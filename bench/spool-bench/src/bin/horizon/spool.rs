@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use spool_bench::db::drop_schema;
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store};
 use spool_postgres::{PgConfig, PgStore};
 
@@ -76,10 +77,6 @@ pub(crate) async fn run(o: &Options) -> Run {
     crate::phases(o, &schema, &scan, &run).await;
     load.join_all().await;
     drop(store);
-    crate::connect()
-        .await
-        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
+    drop_schema(&crate::database_url(), &schema).await;
     run
 }

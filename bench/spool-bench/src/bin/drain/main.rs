@@ -3,13 +3,13 @@
 //! §11's baseline), at each number of consumers.
 //!
 //! ```text
-//! cargo run --release -p spool-postgres --example drain -- [TASKS] [CONSUMERS,..] [BATCH] [HOLDER] [LIMIT_S]
+//! cargo run --release -p spool-bench --bin drain -- [TASKS] [CONSUMERS,..] [BATCH] [HOLDER] [LIMIT_S]
 //! ```
 //! Defaults: 200,000 tasks, consumers 1,4,16, batches of 1,000; 100-byte
 //! payloads. Each row fills the queue (4 producers, batches of 1,000), then
 //! the consumers loop claim BATCH + ack the batch until it is empty. Each
 //! figure comes with the WAL the drain wrote per task. HOLDER (`none`,
-//! `writer` or `readers`, as in the `horizon` example) holds the xmin
+//! `writer` or `readers`, as in the `horizon` benchmark) holds the xmin
 //! horizon from before each fill to the end of its drain; a drain still
 //! running after LIMIT_S seconds stops there and reports what it did. Uses
 //! `DATABASE_URL` (default: the local development server) and schemas of
@@ -17,20 +17,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod baseline;
-#[path = "../shared/db.rs"]
-mod db;
-#[path = "../shared/handwritten_sql.rs"]
-mod handwritten_sql;
-#[path = "../horizon/holder.rs"]
-mod holder;
 mod spool;
 
-pub(crate) use db::{connect, database_url, fresh_schema};
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
-
-use crate::holder::Holder;
+pub(crate) use spool_bench::db::{connect, database_url, fresh_schema};
+use spool_bench::holder::{self, Holder};
 
 /// How a drain is run: how many, how, and under what.
 #[derive(Debug, Clone, Copy)]
@@ -112,11 +105,7 @@ impl Wal {
 
 /// Drops a schema a drain made, with everything in it.
 pub(crate) async fn drop_schema(schema: &str) {
-    connect()
-        .await
-        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
+    spool_bench::db::drop_schema(&database_url(), schema).await;
 }
 
 #[tokio::main]

@@ -8,7 +8,7 @@
 //! claim loops, the consumers here are the runtime's: one acquisition loop
 //! claims for every free slot, and acks go out in batches.
 //!
-//! Run (release): `cargo run --release -p spool --example steady --
+//! Run (release): `cargo run --release -p spool-bench --bin steady --
 //! --postgres postgres://postgres@127.0.0.1:5432/test`. Options:
 //! `--schema S` (default `spool_steady_rt`; dropped and created afresh,
 //! so every run starts from an empty table), `--producers N` (8),
@@ -23,6 +23,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use spool::postgres::PgConfig;
 use spool::{Client, Context, Job, QueueConfig, TaskError, Worker};
+use spool_bench::db::drop_schema;
 
 #[derive(Serialize, Deserialize)]
 struct Noop {
@@ -58,20 +59,11 @@ struct Options {
     seconds: u64,
 }
 
-/// Drops the schema, so the store creates it afresh.
-async fn drop_schema(url: &str, schema: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-    tokio::spawn(connection);
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-        .await?;
-    Ok(())
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let o = Options::parse();
-    drop_schema(&o.url, &o.schema).await?;
+    // Dropped, so the store creates it afresh.
+    drop_schema(&o.url, &o.schema).await;
     let config = PgConfig {
         schema: o.schema.clone(),
         ..PgConfig::default()

@@ -8,7 +8,7 @@
 //! 100 bytes of JSON.
 //!
 //! Run (release, or the numbers mean little):
-//! `cargo run --release -p spool --example throughput`
+//! `cargo run --release -p spool-bench --bin throughput`
 //! Options: `--tasks N` (default 1,000,000), `--concurrency N` (2000),
 //! `--pickups N` (2000), `--schedule-ms P` (1000) and `--schedule-secs S`
 //! (20; 0 skips the schedule), `--dir DIR` (default: a temporary

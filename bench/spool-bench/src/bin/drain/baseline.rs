@@ -6,21 +6,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::handwritten_sql::{ACK, CLAIM, SCHEMA};
+use spool_bench::handwritten::{session, ACK, CLAIM, SCHEMA};
+
 use crate::{Drain, Drained};
 
 const FILL: &str = "INSERT INTO {s}.jobs (queue, payload) \
     SELECT 'drain', $1::bytea FROM generate_series(1, $2::int)";
-
-/// A connection of its own per producer or worker, durable like Spool's.
-async fn session() -> tokio_postgres::Client {
-    let client = crate::connect().await;
-    client
-        .batch_execute("SET synchronous_commit = on")
-        .await
-        .unwrap();
-    client
-}
 
 pub(crate) async fn drain(d: &Drain) -> Drained {
     let Drain {
