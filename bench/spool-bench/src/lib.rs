@@ -7,8 +7,9 @@
 //!   beside a hand-written SKIP LOCKED queue.
 //!
 //! The library is the PostgreSQL side's common ground: how a benchmark
-//! reaches the database ([`db`]), the hand-written queue it runs beside
-//! Spool ([`handwritten`]), and what holds the xmin horizon ([`holder`]).
+//! reaches the database ([`db`]) and opens Spool's store on it
+//! ([`store`]), the hand-written queue it runs beside Spool
+//! ([`handwritten`]), and what holds the xmin horizon ([`holder`]).
 //!
 //! A benchmark whose database goes away or whose store fails has nothing
 //! left to measure: it stops there, with a panic saying why.
@@ -17,3 +18,4 @@
 pub mod db;
 pub mod handwritten;
 pub mod holder;
+pub mod store;

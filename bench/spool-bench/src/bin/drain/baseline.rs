@@ -8,17 +8,14 @@ use std::time::Instant;
 
 use spool_bench::handwritten::{session, ACK, CLAIM, SCHEMA};
 
-use crate::{Drain, Drained};
+use crate::{Drain, Drained, FILLERS};
 
 const FILL: &str = "INSERT INTO {s}.jobs (queue, payload) \
     SELECT 'drain', $1::bytea FROM generate_series(1, $2::int)";
 
 pub(crate) async fn drain(d: &Drain) -> Drained {
     let Drain {
-        tasks,
-        consumers,
-        batch,
-        ..
+        consumers, batch, ..
     } = *d;
     let schema = crate::fresh_schema("baseline");
     let s = format!("\"{schema}\"");
@@ -35,12 +32,12 @@ pub(crate) async fn drain(d: &Drain) -> Drained {
 
     let started = Instant::now();
     let mut producers = tokio::task::JoinSet::new();
-    for p in 0..4 {
-        let fill = FILL.replace("{s}", &s);
+    for p in 0..FILLERS {
+        let (fill, d) = (FILL.replace("{s}", &s), *d);
         let client = session().await;
         producers.spawn(async move {
-            for start in (p * 1000..tasks).step_by(4000) {
-                let n = 1000.min(tasks - start) as i32;
+            for n in d.fill_batches(p) {
+                let n = n as i32;
                 client.execute(&fill, &[&vec![7u8; 100], &n]).await.unwrap();
             }
         });
@@ -78,17 +75,8 @@ pub(crate) async fn drain(d: &Drain) -> Drained {
             done
         });
     }
-    let done: usize = workers.join_all().await.into_iter().sum();
-    let drain = started.elapsed();
-    let wal = crate::Wal::since(wal).await;
-    held.release().await;
-    assert!(done == tasks || d.past_limit(started));
+    let drained = d.finish(fill, workers, started, wal, held).await;
     drop(setup);
     crate::drop_schema(&schema).await;
-    Drained {
-        done,
-        fill,
-        drain,
-        wal,
-    }
+    drained
 }

@@ -41,10 +41,47 @@ pub(crate) struct Drain {
     pub(crate) limit: Duration,
 }
 
+/// Producers filling the queue, taking batches of [`FILL_BATCH`] in turn.
+pub(crate) const FILLERS: usize = 4;
+/// Tasks per batch of the fill.
+const FILL_BATCH: usize = 1000;
+
 impl Drain {
     /// Whether consumers that started at `started` should stop now.
     pub(crate) fn past_limit(&self, started: Instant) -> bool {
         started.elapsed() > self.limit
+    }
+
+    /// The sizes of the batches producer `p` of [`FILLERS`] enqueues.
+    pub(crate) fn fill_batches(&self, p: usize) -> impl Iterator<Item = usize> {
+        let tasks = self.tasks;
+        (p * FILL_BATCH..tasks)
+            .step_by(FILLERS * FILL_BATCH)
+            .map(move |start| FILL_BATCH.min(tasks - start))
+    }
+
+    /// Waits for the consumers of a drain that started at `started`, the
+    /// WAL then at `wal` (each consumer answers how many tasks it did),
+    /// then lets the horizon go.
+    pub(crate) async fn finish(
+        &self,
+        fill: Duration,
+        consumers: tokio::task::JoinSet<usize>,
+        started: Instant,
+        wal: Wal,
+        held: holder::Held,
+    ) -> Drained {
+        let done: usize = consumers.join_all().await.into_iter().sum();
+        let drain = started.elapsed();
+        let wal = Wal::since(wal).await;
+        held.release().await;
+        assert!(done == self.tasks || self.past_limit(started));
+        Drained {
+            done,
+            fill,
+            drain,
+            wal,
+        }
     }
 }
 

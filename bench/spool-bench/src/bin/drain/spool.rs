@@ -1,19 +1,15 @@
 //! The drain through Spool: `enqueue` batches, then `claim` + `ack_many`.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store};
-use spool_postgres::{ClaimStrategy, PgConfig, PgStore};
+use spool_core::{ClaimRequest, NewTask, Payload, Store};
+use spool_postgres::{ClaimStrategy, PgConfig};
 
-use crate::{Drain, Drained};
+use crate::{Drain, Drained, FILLERS};
 
 pub(crate) async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
     let Drain {
-        tasks,
-        consumers,
-        batch,
-        ..
+        consumers, batch, ..
     } = *d;
     let schema = crate::fresh_schema("drain");
     let config = PgConfig {
@@ -22,17 +18,7 @@ pub(crate) async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
         claim,
         ..PgConfig::default()
     };
-    let store = Arc::new(
-        PgStore::connect(&crate::database_url(), config)
-            .await
-            .unwrap(),
-    );
-    let q = QueueName::new("drain").unwrap();
-    let settings = QueueSettings {
-        lease: Duration::from_secs(600),
-        ..QueueSettings::default()
-    };
-    store.put_queue(&q, settings.into()).await.unwrap();
+    let (store, q) = spool_bench::store::open(config, "drain").await;
     let held = crate::hold(
         d,
         format!("SELECT state, count(*) FROM \"{schema}\".tasks GROUP BY state"),
@@ -41,11 +27,10 @@ pub(crate) async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
 
     let started = Instant::now();
     let mut producers = tokio::task::JoinSet::new();
-    for p in 0..4 {
-        let (store, q) = (store.clone(), q.clone());
+    for p in 0..FILLERS {
+        let (store, q, d) = (store.clone(), q.clone(), *d);
         producers.spawn(async move {
-            for start in (p * 1000..tasks).step_by(4000) {
-                let n = 1000.min(tasks - start);
+            for n in d.fill_batches(p) {
                 let batch = (0..n)
                     .map(|_| NewTask::new(Payload::binary(vec![7u8; 100])))
                     .collect();
@@ -69,28 +54,14 @@ pub(crate) async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
                 if got.is_empty() {
                     return done;
                 }
-                let acks = got
-                    .iter()
-                    .map(|t| (t.id, t.lease.as_ref().unwrap().token))
-                    .collect();
-                let results = store.ack_many(acks).await.unwrap();
-                assert!(results.iter().all(|r| r.is_ok()));
+                spool_bench::store::ack_claimed(&store, &got).await;
                 done += got.len();
             }
             done
         });
     }
-    let done: usize = workers.join_all().await.into_iter().sum();
-    let drain = started.elapsed();
-    let wal = crate::Wal::since(wal).await;
-    held.release().await;
-    assert!(done == tasks || d.past_limit(started));
+    let drained = d.finish(fill, workers, started, wal, held).await;
     drop(store);
     crate::drop_schema(&schema).await;
-    Drained {
-        done,
-        fill,
-        drain,
-        wal,
-    }
+    drained
 }

@@ -1,12 +1,11 @@
 //! Spool's store under the load: single-task `enqueue`s, and claims (long
 //! poll) followed by `ack_many`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use spool_bench::db::drop_schema;
-use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store};
-use spool_postgres::{PgConfig, PgStore};
+use spool_core::{ClaimRequest, NewTask, Payload, Store};
+use spool_postgres::PgConfig;
 
 use crate::meter::Run;
 use crate::Options;
@@ -25,17 +24,7 @@ pub(crate) async fn run(o: &Options) -> Run {
     if let Some(bytes) = o.rotate_size {
         config.rotate_size = bytes;
     }
-    let store = Arc::new(
-        PgStore::connect(&crate::database_url(), config)
-            .await
-            .unwrap(),
-    );
-    let q = QueueName::new("horizon").unwrap();
-    let settings = QueueSettings {
-        lease: Duration::from_secs(600),
-        ..QueueSettings::default()
-    };
-    store.put_queue(&q, settings.into()).await.unwrap();
+    let (store, q) = spool_bench::store::open(config, "horizon").await;
 
     let run = Run::new();
     let mut load = tokio::task::JoinSet::new();
@@ -63,12 +52,7 @@ pub(crate) async fn run(o: &Options) -> Run {
                 for t in &got {
                     run.picked_up(&t.payload.bytes);
                 }
-                let acks = got
-                    .iter()
-                    .map(|t| (t.id, t.lease.as_ref().unwrap().token))
-                    .collect();
-                let results = store.ack_many(acks).await.unwrap();
-                assert!(results.iter().all(|r| r.is_ok()));
+                spool_bench::store::ack_claimed(&store, &got).await;
                 run.completed(got.len() as u64);
             }
         });
