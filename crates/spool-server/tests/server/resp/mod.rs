@@ -1,6 +1,5 @@
 //! The RESP listener, black box over TCP: commands, pipelines, auth,
 //! limits, and payloads shared with the HTTP API.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod auth;
 mod commands;

@@ -3,7 +3,7 @@
 
 use reqwest::StatusCode;
 
-use crate::support::{raw, TestServer};
+use crate::api::support::{raw, TestServer};
 
 /// One hostile request: what is sent and what must come back.
 struct Case {
@@ -599,7 +599,7 @@ async fn an_oversize_body_that_is_really_sent_gets_413() {
     // The server answers as soon as it sees the length; a client still
     // sending may see the connection close instead of the answer.
     if let Ok(res) = res {
-        crate::support::Answer::from(res)
+        crate::api::support::Answer::from(res)
             .await
             .assert_error(413, "payload_too_large");
     }

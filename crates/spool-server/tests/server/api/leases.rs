@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 
-use crate::support::{is_millis_utc, TestServer};
+use crate::api::support::{is_millis_utc, TestServer};
 
 #[tokio::test]
 async fn claim_leases_in_order_and_only_the_claim_shows_the_token() {

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use spool_server::resp::frame::{parse, take, FrameLimits};
 
-use crate::support::encode;
+use crate::resp::support::encode;
 
 fn limits() -> FrameLimits {
     FrameLimits {

@@ -3,7 +3,7 @@
 
 use spool_server::{RespLimits, ServerConfig};
 
-use crate::support::{Servers, V};
+use crate::resp::support::{Servers, V};
 
 async fn with_token() -> Servers {
     let config = ServerConfig {

@@ -1,6 +1,6 @@
 //! Each command's answer and the errors' stable codes.
 
-use crate::support::{Servers, V};
+use crate::resp::support::{Servers, V};
 
 #[tokio::test]
 async fn enqueue_claim_ack_round_trip() {
@@ -167,7 +167,7 @@ async fn a_long_poll_claim_wakes_on_an_enqueue_from_another_connection() {
     let mut worker = s.client().await;
     let mut producer = s.client().await;
     worker
-        .send(&crate::support::encode(&[
+        .send(&crate::resp::support::encode(&[
             b"CLAIM", b"q", b"WAIT", b"10000",
         ]))
         .await;

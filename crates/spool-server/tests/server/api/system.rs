@@ -3,7 +3,7 @@
 
 use reqwest::StatusCode;
 
-use crate::support::{is_millis_utc, TestServer};
+use crate::api::support::{is_millis_utc, TestServer};
 
 #[tokio::test]
 async fn healthz_and_time() {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use reqwest::StatusCode;
 use spool_server::{ServerConfig, TlsConfig};
 
-use crate::support::TestServer;
+use crate::api::support::TestServer;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use spool_core::{Cadence, Kind, Payload, QueueName, ScheduleSpec};
 
-use crate::support::Admin;
+use crate::admin::support::Admin;
 
 #[tokio::test]
 async fn the_overview_shows_counts_per_state_and_per_kind() {

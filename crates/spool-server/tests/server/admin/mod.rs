@@ -6,9 +6,6 @@
 //! what it starts from; what the pages show and what their actions do is
 //! checked over HTTP only.
 
-// Test code: a panic is how a test reports a failure.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 mod actions;
 mod auth;
 mod hostile;

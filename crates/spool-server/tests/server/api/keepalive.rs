@@ -19,7 +19,7 @@ use tokio::time::Sleep;
 
 use spool_server::ServerConfig;
 
-use crate::support::TestServer;
+use crate::api::support::TestServer;
 
 const BODY: &str = r#"{"payload":1}"#;
 

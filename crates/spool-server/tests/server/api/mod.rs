@@ -1,11 +1,8 @@
 //! Black-box tests of the HTTP API: a real server on port 0 in front of the
 //! real engine in a temporary directory, driven by a real HTTP client.
 //!
-//! One test binary; each module covers one group of endpoints or one
-//! concern (auth, limits, hostile input, TLS).
-
-// Test code: a panic is how a test reports a failure.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Each module covers one group of endpoints or one concern (auth,
+//! limits, hostile input, TLS).
 
 mod auth;
 mod crosssite;

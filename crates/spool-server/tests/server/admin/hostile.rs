@@ -4,7 +4,7 @@
 use reqwest::Method;
 use spool_core::{ClaimRequest, FailRequest, Payload, QueueName, TaskRef};
 
-use crate::support::Admin;
+use crate::admin::support::Admin;
 
 #[tokio::test]
 async fn bad_paths_and_queries_get_4xx_pages() {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use spool_server::resp::frame::FrameLimits;
 use spool_server::{RespLimits, ServerConfig};
 
-use crate::support::{encode, Client, Servers, V};
+use crate::resp::support::{encode, Client, Servers, V};
 
 async fn small() -> Servers {
     let config = ServerConfig {

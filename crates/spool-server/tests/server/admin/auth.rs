@@ -5,7 +5,7 @@
 use reqwest::Method;
 use spool_core::{QueueName, TaskRef, TaskState};
 
-use crate::support::{Admin, BROWSER_ACCEPT};
+use crate::admin::support::{Admin, BROWSER_ACCEPT};
 
 const TOKEN: &str = "s3cret-admin-token";
 

@@ -3,7 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::support::TestServer;
+use crate::api::support::TestServer;
 
 #[tokio::test]
 async fn put_creates_a_queue_get_reads_it_and_partial_puts_keep_the_rest() {

@@ -5,9 +5,9 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{is_millis_utc, TestServer};
+use crate::api::support::{is_millis_utc, TestServer};
 
-async fn put(s: &TestServer, name: &str, body: &str) -> crate::support::Answer {
+async fn put(s: &TestServer, name: &str, body: &str) -> crate::api::support::Answer {
     s.send(Method::PUT, &format!("/v1/schedules/{name}"), Some(body))
         .await
 }

@@ -4,7 +4,7 @@
 use spool_core::{QueueName, QueueSettings};
 use spool_server::{RespLimits, ServerConfig};
 
-use crate::support::{encode, Servers, V};
+use crate::resp::support::{encode, Servers, V};
 
 #[tokio::test]
 async fn a_thousand_pipelined_enqueues_answer_in_order() {

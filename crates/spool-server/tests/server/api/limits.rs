@@ -7,8 +7,8 @@ use reqwest::StatusCode;
 use spool_server::ServerConfig;
 use spool_testkit::server::Embedded;
 
-use crate::faulty::{Faulty, Mode, SECRET};
-use crate::support::{raw, TestServer};
+use crate::api::faulty::{Faulty, Mode, SECRET};
+use crate::api::support::{raw, TestServer};
 
 async fn faulty(config: ServerConfig) -> (TestServer, std::sync::Arc<Faulty>) {
     let engine = Embedded::open();

@@ -6,7 +6,7 @@
 use reqwest::{Method, StatusCode};
 use spool_server::ServerConfig;
 
-use crate::support::TestServer;
+use crate::api::support::TestServer;
 
 async fn paused(s: &TestServer) -> bool {
     s.get("/v1/queues/q").await.json["paused"] == true
@@ -25,7 +25,7 @@ async fn a_cross_site_post_cannot_pause_a_queue() {
         .send()
         .await
         .unwrap();
-    let a = crate::support::Answer::from(a).await;
+    let a = crate::api::support::Answer::from(a).await;
     a.assert_error(403, "forbidden");
     assert!(!paused(&s).await, "a cross-site form paused the queue");
     // The server's own origin, and clients that send none, may.
@@ -53,7 +53,8 @@ async fn a_rebound_host_name_is_refused_without_a_token() {
             .send()
     };
     let rebound =
-        crate::support::Answer::from(get(format!("attacker.example:{port}")).await.unwrap()).await;
+        crate::api::support::Answer::from(get(format!("attacker.example:{port}")).await.unwrap())
+            .await;
     rebound.assert_error(403, "forbidden");
     for host in [s.addr(), format!("localhost:{port}")] {
         assert_eq!(get(host.clone()).await.unwrap().status(), 200, "{host}");

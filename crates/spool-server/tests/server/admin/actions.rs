@@ -4,7 +4,7 @@
 use reqwest::Method;
 use spool_core::{Payload, QueueName, StoreError, TaskRef, TaskState};
 
-use crate::support::Admin;
+use crate::admin::support::Admin;
 
 #[tokio::test]
 async fn a_dead_task_is_retried() {

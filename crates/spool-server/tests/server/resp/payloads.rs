@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{Servers, V};
+use crate::resp::support::{Servers, V};
 
 async fn http_get(s: &Servers, id: i64) -> Value {
     reqwest::get(format!("{}/v1/tasks/{id}", s.http))

@@ -5,7 +5,7 @@ use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::support::{is_millis_utc, TestServer};
+use crate::api::support::{is_millis_utc, TestServer};
 
 #[tokio::test]
 async fn enqueue_one_answers_201_and_the_task_reads_back_with_every_field() {
@@ -319,7 +319,7 @@ async fn enqueue_with_header(
     s: &TestServer,
     body: &str,
     header: HeaderValue,
-) -> crate::support::Answer {
+) -> crate::api::support::Answer {
     let res = s
         .client
         .post(s.url("/v1/queues/traced/tasks"))
@@ -329,7 +329,7 @@ async fn enqueue_with_header(
         .send()
         .await
         .unwrap();
-    crate::support::Answer::from(res).await
+    crate::api::support::Answer::from(res).await
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 use reqwest::StatusCode;
 use spool_server::ServerConfig;
 
-use crate::support::{Answer, TestServer};
+use crate::api::support::{Answer, TestServer};
 
 async fn with_token() -> TestServer {
     TestServer::with_config(ServerConfig {
