@@ -2,7 +2,7 @@
 //! keep their tasks in PostgreSQL: after `--hold-after` seconds something
 //! holds the horizon on their database for `--hold-for` seconds, then lets
 //! it go, and the steady load runs on to its end. Two holders, as
-//! `crates/spool-postgres/examples/horizon` has them:
+//! `bench/spool-bench/src/holder.rs` has them:
 //! - `writer`: one session runs `BEGIN; SELECT txid_current();` and sits
 //!   idle in that transaction;
 //! - `readers`: four REPEATABLE READ sessions scan every table of the

@@ -78,9 +78,8 @@
 //!
 //! The examples (`cargo run -p spool --example ...`): `email` (retries and
 //! an on_dead step), `health_check` (a one-second schedule with a 500 ms
-//! deadline), `app` (one app, embedded or against a server with `--url`),
-//! `throughput` (the benchmark), `steady` (producers and a worker pool on
-//! PostgreSQL).
+//! deadline), `app` (one app, embedded or against a server with `--url`).
+//! The benchmarks are the `spool-bench` crate's binaries (docs/BENCHMARKS.md).
 
 pub use spool_core as core;
 pub use spool_core::{

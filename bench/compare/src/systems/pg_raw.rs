@@ -1,5 +1,5 @@
 //! The hand-written baseline: a SKIP LOCKED queue on PostgreSQL, in the
-//! shape of `crates/spool-postgres/examples/drain/baseline.rs`, as a team
+//! shape of `bench/spool-bench/src/bin/drain/baseline.rs`, as a team
 //! would write it without a queue library.
 //!
 //! Layout: one table in a schema of its own (dropped and recreated on

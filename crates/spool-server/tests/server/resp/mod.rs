@@ -1,0 +1,10 @@
+//! The RESP listener, black box over TCP: commands, pipelines, auth,
+//! limits, and payloads shared with the HTTP API.
+
+mod auth;
+mod commands;
+mod frame_props;
+mod limits;
+mod payloads;
+mod pipeline;
+mod support;
