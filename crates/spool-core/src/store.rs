@@ -371,7 +371,7 @@ pub trait Store: Send + Sync + 'static {
         leases: &[(TaskId, LeaseToken)],
         wait: Duration,
     ) -> Result<Vec<TaskId>, StoreError> {
-        crate::lease_wait::validate_lease_wait(leases, wait)?;
+        crate::lease_wait::validate_lease_wait(leases.len(), wait)?;
         crate::lease_wait::wait_until_lost(None, crate::lease_wait::DEFAULT_POLL, wait, || {
             crate::lease_wait::lost_by_get(self, leases)
         })

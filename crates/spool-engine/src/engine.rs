@@ -275,7 +275,7 @@ impl Store for Engine {
         leases: &[(TaskId, LeaseToken)],
         wait: Duration,
     ) -> Result<Vec<TaskId>, StoreError> {
-        validate_lease_wait(leases, wait)?;
+        validate_lease_wait(leases.len(), wait)?;
         let signal = Some(self.cancels.subscribe());
         wait_until_lost(signal, RECHECK, wait, || {
             let leases = leases.to_vec();
