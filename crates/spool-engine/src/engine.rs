@@ -8,12 +8,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use spool_core::lease_wait::{validate_lease_wait, wait_until_lost, RECHECK};
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueChange,
     QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
     TaskPage, TaskPatch, TaskRef, Timestamp,
 };
-use spool_core::lease_wait::{validate_lease_wait, wait_until_lost, RECHECK};
 use spool_wal::{SegmentReader, Wal, WalConfig};
 use tokio::sync::{oneshot, watch};
 

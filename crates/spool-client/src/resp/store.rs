@@ -351,7 +351,9 @@ impl Store for RespStore {
         validate_lease_wait(leases.len(), wait)?;
         let cmd = leases
             .iter()
-            .fold(Cmd::new("LEASEWAIT").ms(wait), |c, (id, t)| c.token(*id, *t));
+            .fold(Cmd::new("LEASEWAIT").ms(wait), |c, (id, t)| {
+                c.token(*id, *t)
+            });
         let answer = self.pool.call(cmd.frame(), wait).await?;
         decode::array(decode::check(answer, Target::Task)?)?
             .iter()

@@ -15,8 +15,7 @@ impl Backend {
         &self,
         leases: &[(TaskId, LeaseToken)],
     ) -> Result<Vec<TaskId>, StoreError> {
-        let ids: Vec<i64> = leases.iter().map(|(id, _)| values::id(*id)).collect();
-        let tokens: Vec<i64> = leases.iter().map(|(_, t)| values::token(*t)).collect();
+        let (ids, tokens) = values::leases(leases);
         let client = self.client().await?;
         let rows = client
             .query(&self.sql.leases_held, &[&ids, &tokens])

@@ -115,7 +115,9 @@ async fn a_cancel_in_another_store_reaches_the_lease_holder_within_100_ms() {
     let waiting = {
         let (runner, leases) = (runner.clone(), leases.clone());
         tokio::spawn(async move {
-            let lost = runner.wait_leases_lost(&leases, Duration::from_secs(20)).await;
+            let lost = runner
+                .wait_leases_lost(&leases, Duration::from_secs(20))
+                .await;
             (lost, Instant::now())
         })
     };
@@ -127,5 +129,8 @@ async fn a_cancel_in_another_store_reaches_the_lease_holder_within_100_ms() {
     let (lost, woke_at) = waiting.await.unwrap();
     assert_eq!(lost.unwrap(), vec![leases[1].0]);
     let late = woke_at.saturating_duration_since(cancelled_at);
-    assert!(late < Duration::from_millis(100), "learnt of it {late:?} late");
+    assert!(
+        late < Duration::from_millis(100),
+        "learnt of it {late:?} late"
+    );
 }

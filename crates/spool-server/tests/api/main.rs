@@ -12,6 +12,7 @@ mod crosssite;
 mod faulty;
 mod hostile;
 mod keepalive;
+mod lease_wait;
 mod leases;
 mod limits;
 mod queues;
