@@ -76,9 +76,7 @@ pub(crate) async fn lost_leases(
     let mut found = found.into_iter().peekable();
     let mut lost = Vec::new();
     for (id, token) in leases {
-        if token.is_none() {
-            lost.push(id);
-        } else if found.next_if_eq(&id).is_some() {
+        if token.is_none() || found.next_if_eq(&id).is_some() {
             lost.push(id);
         }
     }
