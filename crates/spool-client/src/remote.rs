@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::json;
+use spool_core::lease_wait::validate_lease_wait;
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListOrder, ListRequest, NewTask,
     QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError,
@@ -294,6 +295,27 @@ impl Store for RemoteStore {
         self.call(Method::DELETE, &ref_path(&task)?, None, Target::Task)
             .await
             .map(drop)
+    }
+
+    async fn wait_leases_lost(
+        &self,
+        leases: &[(TaskId, LeaseToken)],
+        wait: Duration,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        validate_lease_wait(leases.len(), wait)?;
+        let items: Vec<_> = leases
+            .iter()
+            .map(|(id, token)| json!({ "id": id.0, "token": token.to_string() }))
+            .collect();
+        let body = json!({ "leases": items, "wait_ms": wire::ms(wait) });
+        // The HTTP timeout must outlast the long poll.
+        let req = self
+            .http
+            .request(Method::POST, "/v1/leases/wait", wait)
+            .json(&body);
+        let bytes = self.http.send(req, Target::Task).await?;
+        let answer: wire::LostIn = http::parse(&bytes)?;
+        Ok(answer.lost.into_iter().map(TaskId).collect())
     }
 
     async fn get(&self, task: TaskRef) -> Result<Task, StoreError> {

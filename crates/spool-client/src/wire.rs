@@ -318,6 +318,12 @@ pub(crate) struct AckResultsIn {
     pub results: Vec<AckResultIn>,
 }
 
+/// The answer of `POST /v1/leases/wait`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LostIn {
+    pub lost: Vec<u64>,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct RetriedIn {
     pub retried: u64,

@@ -13,6 +13,7 @@
 pub mod backoff;
 mod crontab;
 pub mod error;
+pub mod lease_wait;
 pub mod names;
 pub mod rfc3339;
 pub mod schedule;

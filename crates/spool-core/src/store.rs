@@ -350,8 +350,33 @@ pub trait Store: Send + Sync + 'static {
     /// Changes payload, run_at or priority of a task that is not leased.
     async fn update(&self, task: TaskRef, patch: TaskPatch) -> Result<Task, StoreError>;
 
-    /// Deletes a task in any state.
+    /// Deletes a task in any state. A worker waiting on its lease
+    /// ([`Store::wait_leases_lost`]) learns of it within 100 ms.
     async fn cancel(&self, task: TaskRef) -> Result<(), StoreError>;
+
+    /// The ids of the leases among `leases` that are no longer held (the
+    /// task is gone, its lease ran out, or another token holds it now), in
+    /// request order. Answers at once when there are some; otherwise waits
+    /// up to `wait` and answers as soon as one is lost, empty when none
+    /// was (docs/spec.md §3). A cancel reaches a waiter within 100 ms;
+    /// other losses within [`RECHECK`](crate::lease_wait::RECHECK). 1 to
+    /// [`MAX_LEASE_WAIT`](crate::lease_wait::MAX_LEASE_WAIT) leases, a
+    /// wait of at most [`MAX_WAIT`]; anything else is `bad_request`.
+    ///
+    /// The default looks with one `get` per lease every 50 ms: correct on
+    /// any store, and cheap only for a few leases; stores override it with
+    /// one look per wake-up.
+    async fn wait_leases_lost(
+        &self,
+        leases: &[(TaskId, LeaseToken)],
+        wait: Duration,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        crate::lease_wait::validate_lease_wait(leases.len(), wait)?;
+        crate::lease_wait::wait_until_lost(None, crate::lease_wait::DEFAULT_POLL, wait, || {
+            crate::lease_wait::lost_by_get(self, leases)
+        })
+        .await
+    }
 
     /// The task as it is now; `not_found` once it is completed or cancelled.
     async fn get(&self, task: TaskRef) -> Result<Task, StoreError>;

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use spool_core::lease_wait::{validate_lease_wait, wait_until_lost, RECHECK};
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueChange,
     QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
@@ -33,6 +34,10 @@ pub struct Engine {
     poisoned: Arc<AtomicBool>,
     /// Announces schedule puts and deletes to schedulers.
     schedules: watch::Sender<()>,
+    /// Announces cancels to lease waiters: every change of a task from
+    /// outside its lease goes through this handle, since one process owns
+    /// the data directory.
+    cancels: watch::Sender<()>,
 }
 
 impl fmt::Debug for Engine {
@@ -95,6 +100,7 @@ impl Engine {
             core: Some(thread),
             poisoned,
             schedules: watch::Sender::new(()),
+            cancels: watch::Sender::new(()),
         })
     }
 
@@ -259,7 +265,23 @@ impl Store for Engine {
     }
 
     async fn cancel(&self, task: TaskRef) -> Result<(), StoreError> {
-        self.call(move |c| c.cancel(task)).await
+        self.call(move |c| c.cancel(task)).await?;
+        self.cancels.send_replace(());
+        Ok(())
+    }
+
+    async fn wait_leases_lost(
+        &self,
+        leases: &[(TaskId, LeaseToken)],
+        wait: Duration,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        validate_lease_wait(leases.len(), wait)?;
+        let signal = Some(self.cancels.subscribe());
+        wait_until_lost(signal, RECHECK, wait, || {
+            let leases = leases.to_vec();
+            self.call(move |c| c.leases_lost(&leases))
+        })
+        .await
     }
 
     async fn get(&self, task: TaskRef) -> Result<Task, StoreError> {

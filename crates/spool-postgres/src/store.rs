@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use spool_core::lease_wait::{validate_lease_wait, wait_until_lost, RECHECK};
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueChange,
     QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
@@ -270,6 +271,16 @@ impl Store for PgStore {
 
     async fn cancel(&self, task: TaskRef) -> Result<(), StoreError> {
         self.backend.cancel(task).await
+    }
+
+    async fn wait_leases_lost(
+        &self,
+        leases: &[(TaskId, LeaseToken)],
+        wait: Duration,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        validate_lease_wait(leases.len(), wait)?;
+        let signal = Some(self.backend.wakeups.cancels());
+        wait_until_lost(signal, RECHECK, wait, || self.backend.leases_lost(leases)).await
     }
 
     async fn get(&self, task: TaskRef) -> Result<Task, StoreError> {

@@ -72,6 +72,11 @@ pub(crate) fn token(t: LeaseToken) -> i64 {
     i64::from_ne_bytes(t.0.to_ne_bytes())
 }
 
+/// Leases as the two array parameters a statement unnests: ids, tokens.
+pub(crate) fn leases(leases: &[(TaskId, LeaseToken)]) -> (Vec<i64>, Vec<i64>) {
+    leases.iter().map(|&(i, t)| (id(i), token(t))).unzip()
+}
+
 /// A column value as a lease token.
 pub(crate) fn lease_token(v: i64) -> LeaseToken {
     LeaseToken(u64::from_ne_bytes(v.to_ne_bytes()))

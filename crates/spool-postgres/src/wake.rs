@@ -20,7 +20,10 @@
 //! every waiter is woken, since notifications sent meanwhile are lost.
 //!
 //! The same channel tells schedulers that a schedule was put or deleted:
-//! its payload is then [`SCHEDULES`], which no queue name can be.
+//! its payload is then [`SCHEDULES`], which no queue name can be; and it
+//! tells lease waiters that a task was cancelled: [`CANCELS`]. Those two
+//! rouse every waiter of theirs (a watch), since each waits for its own
+//! leases.
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -35,6 +38,8 @@ use crate::tls::MakeTls;
 
 /// The payload announcing a schedule change ('@' is not in queue names).
 pub(crate) const SCHEDULES: &str = "@schedules";
+/// The payload announcing that a task was cancelled.
+pub(crate) const CANCELS: &str = "@cancels";
 
 /// One doorbell per queue that someone is claiming from, and the
 /// schedulers' signal.
@@ -44,6 +49,7 @@ pub(crate) struct Wakeups {
     // holds one `Arc` of each doorbell; claimers hold the others.
     queues: Mutex<HashMap<String, Arc<Notify>>>,
     schedules: watch::Sender<()>,
+    cancels: watch::Sender<()>,
 }
 
 impl Wakeups {
@@ -59,11 +65,20 @@ impl Wakeups {
         self.schedules.subscribe()
     }
 
+    /// A receiver that sees every cancel announced.
+    pub(crate) fn cancels(&self) -> watch::Receiver<()> {
+        self.cancels.subscribe()
+    }
+
     /// Wakes one claimer waiting on `queue` in this process (or, for
-    /// [`SCHEDULES`], the schedulers).
+    /// [`SCHEDULES`], the schedulers; for [`CANCELS`], the lease waiters).
     pub(crate) fn wake(&self, queue: &str) {
         if queue == SCHEDULES {
             self.schedules.send_replace(());
+            return;
+        }
+        if queue == CANCELS {
+            self.cancels.send_replace(());
             return;
         }
         let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
@@ -78,9 +93,11 @@ impl Wakeups {
         }
     }
 
-    /// Wakes every waiter of every queue, and the schedulers.
+    /// Wakes every waiter of every queue, the schedulers and the lease
+    /// waiters.
     pub(crate) fn wake_all(&self) {
         self.schedules.send_replace(());
+        self.cancels.send_replace(());
         let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
         queues.retain(|_, bell| Arc::strong_count(bell) > 1);
         for bell in queues.values() {

@@ -5,7 +5,10 @@
 //! runtime's "deadline exceeded" reaches the store while the lease is still
 //! valid), or the handler's own timeout if that comes first. At the deadline
 //! the runtime cancels the token and drops the run's future; a handler that
-//! hands work to other tasks or threads should pass the token on.
+//! hands work to other tasks or threads should pass the token on. The same
+//! happens when the lease is lost before the deadline: the task was
+//! cancelled, or another worker holds it now (the worker's lease watcher
+//! hears of it, or a heartbeat is refused).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -15,6 +18,7 @@ use spool_core::schedule::tick_key;
 use spool_core::{
     Kind, LeaseToken, QueueName, Store, StoreError, Task, TaskId, TaskKey, Timestamp,
 };
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -57,6 +61,9 @@ struct Shared {
     cancel: OnceLock<CancellationToken>,
     /// Set when the run is cut off; a token made after that is cancelled.
     cut: AtomicBool,
+    /// Set when the lease was found lost; `lost_signal` wakes the run.
+    lost: AtomicBool,
+    lost_signal: Notify,
 }
 
 /// The lease as extensions leave it.
@@ -112,6 +119,8 @@ impl Context {
                 lease_state: Mutex::new(LeaseState::new(expires, lease, limit)),
                 cancel: OnceLock::new(),
                 cut: AtomicBool::new(false),
+                lost: AtomicBool::new(false),
+                lost_signal: Notify::new(),
             }),
         }
     }
@@ -173,8 +182,9 @@ impl Context {
             .saturating_duration_since(Instant::now())
     }
 
-    /// Cancelled when the run is cut off (deadline, or a shutdown that ran
-    /// out of time). Pass it to work that outlives the run's future.
+    /// Cancelled when the run is cut off: its deadline, its lease lost (the
+    /// task was cancelled, or another worker holds it now), or a shutdown
+    /// that ran out of time. Pass it to work that outlives the run's future.
     pub fn cancellation(&self) -> &CancellationToken {
         let s = &self.inner;
         let token = s.cancel.get_or_init(CancellationToken::new);
@@ -200,7 +210,14 @@ impl Context {
     /// handler's timeout, which no extension moves).
     pub async fn extend(&self, by: Duration) -> Result<(), StoreError> {
         let s = &self.inner;
-        let task = s.store.extend(s.task.id, s.token, by).await?;
+        let task = match s.store.extend(s.task.id, s.token, by).await {
+            Ok(task) => task,
+            Err(e @ (StoreError::LeaseLost | StoreError::NotFound)) => {
+                self.lose_lease();
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(lease) = task.lease {
             let expires = s.clock.instant_of(lease.expires_at);
             *s.lease_state.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -239,6 +256,34 @@ impl Context {
             if Instant::now() >= self.deadline_instant() {
                 return;
             }
+        }
+    }
+
+    /// The lease this run holds.
+    pub(crate) fn token(&self) -> LeaseToken {
+        self.inner.token
+    }
+
+    /// The lease is lost: cuts the run off.
+    pub(crate) fn lose_lease(&self) {
+        self.inner.lost.store(true, Ordering::SeqCst);
+        self.inner.lost_signal.notify_waiters();
+        self.cancel();
+    }
+
+    /// Whether the lease was found lost.
+    pub(crate) fn is_lease_lost(&self) -> bool {
+        self.inner.lost.load(Ordering::SeqCst)
+    }
+
+    /// Completes once the lease is found lost.
+    pub(crate) async fn lease_lost(&self) {
+        let signal = self.inner.lost_signal.notified();
+        tokio::pin!(signal);
+        // Enabled before the flag is read, so a loss between the two wakes it.
+        signal.as_mut().enable();
+        if !self.is_lease_lost() {
+            signal.await;
         }
     }
 

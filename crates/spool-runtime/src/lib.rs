@@ -10,7 +10,8 @@
 //!   that long-polls `claim` for as many tasks as it has free slots, one
 //!   Tokio task per run under a deadline, batch acks, graceful shutdown;
 //! - [`Context`] (`context`) is what a run sees: its task, its deadline,
-//!   a cancellation signal, heartbeats;
+//!   a cancellation signal (fired at the deadline, and within 100 ms of a
+//!   cancel of its task), heartbeats;
 //! - [`Scheduler`] (`scheduler`) fires periodic schedules on the store's
 //!   clock (`clock`); any number of them on one store make one task per tick;
 //! - `metrics` names the `spool_*` metrics; `otel` (feature `otel`) exports

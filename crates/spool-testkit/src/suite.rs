@@ -102,6 +102,10 @@ macro_rules! __with_cases {
             token_operations_after_cancel_are_not_found
             cancel_by_key
             cancel_of_unknown_task_is_not_found
+            lease_wait_answers_at_once_with_the_lost_leases
+            lease_wait_wakes_when_a_task_is_cancelled
+            lease_wait_answers_empty_after_its_wait
+            lease_wait_refuses_out_of_range_requests
             get_by_id_and_by_key
             get_unknown_is_not_found
             retry_makes_dead_task_ready

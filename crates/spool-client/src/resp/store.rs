@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::BytesMut;
+use spool_core::lease_wait::validate_lease_wait;
 use spool_core::task::RunAt;
 use spool_core::time::duration_millis;
 use spool_core::{
@@ -340,6 +341,24 @@ impl Store for RespStore {
     async fn cancel(&self, task: TaskRef) -> Result<(), StoreError> {
         self.ok(Cmd::new("CANCEL").target(&task), Target::Task)
             .await
+    }
+
+    async fn wait_leases_lost(
+        &self,
+        leases: &[(TaskId, LeaseToken)],
+        wait: Duration,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        validate_lease_wait(leases.len(), wait)?;
+        let cmd = leases
+            .iter()
+            .fold(Cmd::new("LEASEWAIT").ms(wait), |c, (id, t)| {
+                c.token(*id, *t)
+            });
+        let answer = self.pool.call(cmd.frame(), wait).await?;
+        decode::array(decode::check(answer, Target::Task)?)?
+            .iter()
+            .map(|v| decode::uint(v).map(TaskId))
+            .collect()
     }
 
     async fn get(&self, task: TaskRef) -> Result<Task, StoreError> {

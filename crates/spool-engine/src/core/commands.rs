@@ -439,6 +439,21 @@ impl Core {
         Ok(())
     }
 
+    /// The leases among `leases` not held now (docs/spec.md §3): a look
+    /// that changes nothing.
+    pub(crate) fn leases_lost(
+        &mut self,
+        leases: &[(TaskId, LeaseToken)],
+    ) -> Result<Vec<TaskId>, StoreError> {
+        self.refuse_if_poisoned()?;
+        let now = self.now();
+        Ok(leases
+            .iter()
+            .filter(|&&(id, token)| self.valid_lease_at(id, token, now).is_err())
+            .map(|&(id, _)| id)
+            .collect())
+    }
+
     pub(crate) fn get(&self, task: TaskRef) -> Result<TaskView, StoreError> {
         self.refuse_if_poisoned()?;
         let id = self.state.find(&task)?;

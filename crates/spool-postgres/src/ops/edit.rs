@@ -16,6 +16,7 @@ use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::row::{errors_json, StoredTask};
 use crate::values::{self, time};
+use crate::wake::CANCELS;
 
 impl Backend {
     /// The id of the task `task` names, if it lives.
@@ -143,6 +144,8 @@ impl Backend {
         if deleted == 0 {
             return Err(StoreError::NotFound);
         }
+        // The holder of its lease, in any process, is waiting to hear.
+        self.notify(CANCELS, Ready::Anywhere);
         Ok(())
     }
 

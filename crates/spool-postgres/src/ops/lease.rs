@@ -98,8 +98,7 @@ impl Backend {
         if acks.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<i64> = acks.iter().map(|(id, _)| values::id(*id)).collect();
-        let tokens: Vec<i64> = acks.iter().map(|(_, t)| values::token(*t)).collect();
+        let (ids, tokens) = values::leases(acks);
         let client = self.client().await?;
         let rows = client
             .query(&self.sql.ack_many, &[&ids, &tokens])

@@ -1,13 +1,15 @@
 //! Wake-ups across processes: an enqueue through one store reaches a claim
 //! waiting in another store on the same schema through NOTIFY (sent after
 //! commit by the notifier), not through the fallback poll; so does a
-//! schedule put or deleted, to the other store's schedulers.
+//! schedule put or deleted, to the other store's schedulers, and a cancel,
+//! to a worker waiting on its lease in the other store.
 
 use std::time::{Duration, Instant};
 
 use crate::common::{connect, fresh_schema, test_config, DropSchema};
 use spool_core::{
     Cadence, ClaimRequest, Kind, NewTask, Payload, QueueName, QueueSettings, ScheduleSpec, Store,
+    TaskRef,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,4 +91,46 @@ async fn a_schedule_put_or_deleted_in_another_store_is_signalled_at_once() {
         .await
         .expect("the delete reached the other store")
         .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_in_another_store_reaches_the_lease_holder_within_100_ms() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let (runner, operator) = (
+        connect(test_config(&schema)).await,
+        connect(test_config(&schema)).await,
+    );
+    let q = QueueName::new("long-runs").unwrap();
+    let tasks = vec![NewTask::new(Payload::json("{}")); 2];
+    operator.enqueue(&q, tasks).await.unwrap();
+    let claimed = runner
+        .claim(ClaimRequest::new(q.clone(), "w").max(2))
+        .await
+        .unwrap();
+    let leases: Vec<_> = claimed
+        .iter()
+        .map(|t| (t.id, t.lease.as_ref().unwrap().token))
+        .collect();
+    let waiting = {
+        let (runner, leases) = (runner.clone(), leases.clone());
+        tokio::spawn(async move {
+            let lost = runner
+                .wait_leases_lost(&leases, Duration::from_secs(20))
+                .await;
+            (lost, Instant::now())
+        })
+    };
+    // Let the runner's LISTEN connection come up and the wait look once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    operator.cancel(TaskRef::Id(leases[1].0)).await.unwrap();
+    let cancelled_at = Instant::now();
+
+    let (lost, woke_at) = waiting.await.unwrap();
+    assert_eq!(lost.unwrap(), vec![leases[1].0]);
+    let late = woke_at.saturating_duration_since(cancelled_at);
+    assert!(
+        late < Duration::from_millis(100),
+        "learnt of it {late:?} late"
+    );
 }

@@ -8,7 +8,10 @@
 //! - `report`: what a run's outcome becomes in the store;
 //! - `acker`: acks gathered into `ack_many` calls;
 //! - `rate`: the optional per-queue rate limit;
-//! - `span`: the tracing span of a run.
+//! - `span`: the tracing span of a run;
+//! - `leases`: the leases the runs hold;
+//! - `watch`: the lease watcher, which cuts off a run whose lease is lost
+//!   (its task cancelled) within 100 ms.
 //!
 //! Shutdown (docs/spec.md §6): stop claiming, let runs finish until the timeout,
 //! then cut off the rest and release their tasks (the attempt is not
@@ -16,11 +19,13 @@
 
 mod acker;
 mod config;
+mod leases;
 mod pool;
 mod rate;
 mod report;
 mod run;
 mod span;
+mod watch;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -60,6 +65,8 @@ pub(crate) struct Shared {
     /// Cancelled once the store's clock was read (or could not be): runs
     /// need it for their deadlines.
     pub clock_read: CancellationToken,
+    /// The leases the runs hold, for the lease watcher.
+    pub leases: Arc<leases::Leases>,
 }
 
 /// Sets a worker up: its queues and their handlers.
@@ -251,10 +258,12 @@ impl WorkerBuilder {
             abandon: CancellationToken::new(),
             released: AtomicUsize::new(0),
             clock_read: CancellationToken::new(),
+            leases: Arc::default(),
         });
         let acker_done = CancellationToken::new();
         let acker = runtime.spawn(acker::run(shared.store.clone(), rx, acker_done.clone()));
         runtime.spawn(keep_clock(shared.clone()));
+        runtime.spawn(watch::run(shared.clone()));
         let mut pools = Vec::new();
         let mut loops = Vec::new();
         for (queue, handlers) in by_queue {

@@ -2,9 +2,10 @@
 //! outcome, and run `on_dead` when the failure made the task dead.
 //!
 //! The run is a Tokio task holding one of the pool's slots until its outcome
-//! is handed over. Its handler future is raced against the deadline and
-//! against a shutdown that ran out of time: the first to finish wins, and a
-//! losing handler future is dropped (cancellation is cooperative: a handler
+//! is handed over. Its handler future is raced against the deadline,
+//! against the loss of its lease (the lease watcher's word, or a refused
+//! heartbeat) and against a shutdown that ran out of time: the first to
+//! finish wins, and a losing handler future is dropped (cancellation is cooperative: a handler
 //! that never yields cannot be cut off). A panic, in the handler's
 //! synchronous prelude or in its future, is caught and is a failure.
 
@@ -34,6 +35,9 @@ enum Outcome {
     Failed(TaskError),
     Panicked(String),
     DeadlineExceeded,
+    /// The lease was lost (the task cancelled, or held by another worker
+    /// now): nothing is reported, as the store would refuse it.
+    LeaseLost,
     Undecodable(String),
     /// Cut off by a shutdown that ran out of time.
     Abandoned,
@@ -100,7 +104,15 @@ async fn execute(pool: &Pool, task: Task) {
         handler.timeout(),
         started,
     );
-    let outcome = call(handler.as_ref(), &ctx, pool).await;
+    let watched = shared.leases.hold(&ctx);
+    let mut outcome = call(handler.as_ref(), &ctx, pool).await;
+    // From here the task may go by this run's own report: no loss.
+    drop(watched);
+    // A handler may finish on seeing its token fire; the store would refuse
+    // its report all the same.
+    if ctx.is_lease_lost() {
+        outcome = Outcome::LeaseLost;
+    }
     pool.metrics
         .duration
         .record(started.elapsed().as_secs_f64());
@@ -125,6 +137,10 @@ async fn conclude(
         Outcome::Done => {
             span::outcome("ok");
             report.ack().await;
+            return;
+        }
+        Outcome::LeaseLost => {
+            span::outcome("lease_lost");
             return;
         }
         Outcome::Abandoned => {
@@ -195,6 +211,7 @@ async fn call(handler: &dyn ErasedHandler, ctx: &Context, pool: &Pool) -> Outcom
             Err(panic) => Outcome::Panicked(panic_message(panic.as_ref())),
         },
         () = ctx.deadline_reached() => Outcome::DeadlineExceeded,
+        () = ctx.lease_lost() => Outcome::LeaseLost,
         () = pool.shared.abandon.cancelled() => Outcome::Abandoned,
     }
 }

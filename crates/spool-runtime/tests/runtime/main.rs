@@ -4,6 +4,7 @@
 
 mod support;
 
+mod cancel;
 mod crash;
 mod deadlines;
 mod flaky;

@@ -11,6 +11,7 @@ use crate::state::AppState;
 mod claim;
 mod enqueue;
 mod lease;
+pub(crate) mod lease_wait;
 mod list;
 mod queues;
 mod schedules;
@@ -37,6 +38,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(lease::extend))
         .routes(routes!(lease::snooze))
         .routes(routes!(lease::ack_many))
+        .routes(routes!(lease_wait::wait))
         .routes(routes!(
             tasks::get_by_id,
             tasks::update_by_id,

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
+use spool_core::lease_wait::{validate_lease_wait, MAX_LEASE_WAIT};
 use spool_core::store::{validate_batch, MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORKER_ID};
 use spool_core::task::RunAt;
 use spool_core::{
@@ -47,6 +48,11 @@ pub(super) enum Command {
         reschedule: Option<Timestamp>,
     },
     AckMany(Vec<(TaskId, Bytes)>),
+    /// `LEASEWAIT wait_ms id token [id token ...]`: the lost leases.
+    LeaseWait {
+        wait: Duration,
+        leases: Vec<(TaskId, Bytes)>,
+    },
     Fail {
         id: TaskId,
         token: Bytes,
@@ -180,6 +186,7 @@ pub(super) fn parse(args: &[Bytes]) -> Parsed {
             }
             Command::AckMany(acks)
         }
+        "LEASEWAIT" => lease_wait(&mut a)?,
         "FAIL" => fail(&mut a)?,
         "EXTEND" => {
             let (id, token) = (a.id()?, a.bytes()?);
@@ -424,6 +431,22 @@ fn claim(a: &mut Args<'_>) -> Parsed {
     Ok(Command::Claim(c))
 }
 
+/// `LEASEWAIT wait_ms id token [id token ...]`: the checks of
+/// `POST /v1/leases/wait`.
+fn lease_wait(a: &mut Args<'_>) -> Parsed {
+    let wait = Duration::from_millis(a.number("wait_ms")?);
+    let mut leases = Vec::new();
+    while a.at < a.rest.len() {
+        // Stops parsing at once rather than building a list to refuse.
+        if leases.len() == MAX_LEASE_WAIT {
+            break;
+        }
+        leases.push((a.id()?, a.bytes()?));
+    }
+    validate_lease_wait(leases.len() + usize::from(a.at < a.rest.len()), wait)?;
+    Ok(Command::LeaseWait { wait, leases })
+}
+
 fn fail(a: &mut Args<'_>) -> Parsed {
     let (id, token) = (a.id()?, a.bytes()?);
     let message = a.string("message")?;
@@ -661,6 +684,9 @@ mod tests {
             &["ACK", "-1", "t"],
             &["ACK", "1", "t", "extra"],
             &["ACKMANY", "1"],
+            &["LEASEWAIT", "0"],
+            &["LEASEWAIT", "30001", "1", "t"],
+            &["LEASEWAIT", "0", "1"],
             &["FAIL", "1", "t", "m", "RETRYAT", "1", "DISCARD"],
             &["EXTEND", "1", "t", "0"],
             &["SELECT", "1"],

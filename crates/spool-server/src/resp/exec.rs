@@ -18,7 +18,7 @@ use spool_core::{
 use super::command::{self, ClaimArgs, Command};
 use super::reply::{Proto, Reply};
 use super::{manage, shape};
-use crate::api::token;
+use crate::api::{lease_wait, token};
 use crate::auth;
 use crate::error::ApiError;
 use crate::metrics::{CLAIMED, COMPLETED, ENQUEUED};
@@ -294,6 +294,14 @@ async fn one(st: &AppState, s: &mut Session, cmd: Command) -> Result<Reply, ApiE
             Reply::OK
         }
         Command::AckMany(items) => Reply::Array(ack_items(st, items).await?),
+        Command::LeaseWait { wait, leases } => {
+            let leases = leases
+                .into_iter()
+                .map(|(id, raw)| (id, std::str::from_utf8(&raw).ok().and_then(token::parse)))
+                .collect();
+            let lost = lease_wait::lost_leases(st, leases, wait).await?;
+            Reply::Array(lost.into_iter().map(|id| Reply::Int(id.0 as i64)).collect())
+        }
         Command::Fail {
             id,
             token,

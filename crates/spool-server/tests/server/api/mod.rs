@@ -9,6 +9,7 @@ mod crosssite;
 mod faulty;
 mod hostile;
 mod keepalive;
+mod lease_wait;
 mod leases;
 mod limits;
 mod queues;

@@ -90,6 +90,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("/v1/tasks/{id}/extend", "post"),
     ("/v1/tasks/{id}/snooze", "post"),
     ("/v1/ack", "post"),
+    ("/v1/leases/wait", "post"),
     ("/v1/tasks/{id}", "get"),
     ("/v1/tasks/{id}", "patch"),
     ("/v1/tasks/{id}", "delete"),

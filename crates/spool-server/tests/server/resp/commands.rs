@@ -320,3 +320,58 @@ async fn a_malformed_traceparent_is_bad_request() {
     assert_eq!(a.code(), "BAD_REQUEST", "{a:?}");
     assert!(c.call(&[b"CLAIM", b"tq"]).await.items().is_empty());
 }
+
+#[tokio::test]
+async fn leasewait_answers_lost_leases_and_wakes_on_a_cancel() {
+    let s = Servers::start().await;
+    let mut c = s.client().await;
+    let mut leases = Vec::new();
+    for _ in 0..2 {
+        c.call(&[b"ENQUEUE", b"lw", b"{}"]).await;
+        let claimed = c.call(&[b"CLAIM", b"lw"]).await;
+        let [task] = claimed.items() else {
+            panic!("one task expected: {claimed:?}")
+        };
+        leases.push((
+            task.field("id").int().to_string(),
+            task.field("token").text(),
+        ));
+    }
+    let (a, b) = (&leases[0], &leases[1]);
+    let held = c
+        .call(&[b"LEASEWAIT", b"0", a.0.as_bytes(), a.1.as_bytes()])
+        .await;
+    assert_eq!(held, V::Array(Vec::new()));
+    let bad = c
+        .call(&[
+            b"LEASEWAIT",
+            b"5000",
+            a.0.as_bytes(),
+            a.1.as_bytes(),
+            b.0.as_bytes(),
+            b"nope",
+        ])
+        .await;
+    assert_eq!(bad.items(), &[V::Int(b.0.parse().unwrap())]);
+
+    let mut waiter = s.client().await;
+    let (a_id, a_token) = (a.0.clone(), a.1.clone());
+    let waiting = tokio::spawn(async move {
+        let v = waiter
+            .call(&[b"LEASEWAIT", b"10000", a_id.as_bytes(), a_token.as_bytes()])
+            .await;
+        (v, std::time::Instant::now())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(
+        c.call(&[b"CANCEL", a.0.as_bytes()]).await,
+        V::Simple("OK".into())
+    );
+    let cancelled = std::time::Instant::now();
+    let (lost, at) = waiting.await.unwrap();
+    assert_eq!(lost.items(), &[V::Int(a.0.parse().unwrap())]);
+    let late = at.saturating_duration_since(cancelled);
+    assert!(late < std::time::Duration::from_millis(100), "{late:?}");
+    let too_long = c.call(&[b"LEASEWAIT", b"30001", b"1", b"t"]).await;
+    assert_eq!(too_long.code(), "BAD_REQUEST");
+}
