@@ -23,6 +23,7 @@ use spool_core::{
 use tokio::task::JoinHandle;
 
 use crate::backend::Backend;
+use crate::ops::claim_limits::LimitedQueues;
 use crate::config::PgConfig;
 use crate::error::PgError;
 use crate::floor::Floors;
@@ -141,6 +142,7 @@ impl PgStore {
             floors: Arc::new(Floors::default()),
             notifier: Arc::new(Notifier::default()),
             claimed_since_vacuum: AtomicU64::new(0),
+            limited: LimitedQueues::default(),
         });
         let listener = tokio::spawn(wake::listen(
             pg,
