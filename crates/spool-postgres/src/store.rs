@@ -23,12 +23,12 @@ use spool_core::{
 use tokio::task::JoinHandle;
 
 use crate::backend::Backend;
-use crate::ops::claim_limits::LimitedQueues;
 use crate::config::PgConfig;
 use crate::error::PgError;
 use crate::floor::Floors;
 use crate::migrate;
 use crate::notifier::{self, Notifier};
+use crate::ops::claim_limits::LimitedQueues;
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
 use crate::rotate;
 use crate::sql::Sql;

@@ -48,7 +48,16 @@ async fn concurrent_starters_migrate_once() {
     }
     assert_eq!(
         versions(&schema).await,
-        vec![(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (7, 1)]
+        vec![
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (4, 1),
+            (5, 1),
+            (6, 1),
+            (7, 1),
+            (8, 1)
+        ]
     );
 
     // Every starter sees a working schema.
@@ -60,7 +69,16 @@ async fn concurrent_starters_migrate_once() {
     connect(test_config(&schema)).await;
     assert_eq!(
         versions(&schema).await,
-        vec![(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (7, 1)]
+        vec![
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (4, 1),
+            (5, 1),
+            (6, 1),
+            (7, 1),
+            (8, 1)
+        ]
     );
 }
 
@@ -174,8 +192,21 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(7, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(8, 1)));
     let q = QueueName::new("kept").unwrap();
+    // Migration 8 keeps the queue's settings, and gives it no limits.
+    let kept = spool_core::QueueSettings {
+        lease: std::time::Duration::from_secs(30),
+        max_attempts: 3,
+        backoff_base: std::time::Duration::from_secs(1),
+        backoff_max: std::time::Duration::from_secs(3600),
+        dedup_window: std::time::Duration::from_secs(60),
+        max_payload: 1024 * 1024,
+        paused: false,
+        rate_limit: None,
+        max_leased: None,
+    };
+    assert_eq!(new.get_queue(&q).await.unwrap(), kept);
     let again = new
         .enqueue(
             &q,
