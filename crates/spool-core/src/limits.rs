@@ -63,14 +63,6 @@ impl TokenBucket {
         }
     }
 
-    /// The bucket under a changed limit: the whole tokens it held, at most
-    /// the new burst, carried over.
-    pub fn changed(mut self, old: &RateLimit, new: &RateLimit, now: Timestamp) -> Self {
-        let whole = u128::from(self.available(old, now)).min(u128::from(new.burst));
-        self.units = whole * new.unit();
-        self
-    }
-
     /// Adds what `limit` refilled since the bucket was last looked at.
     fn refill(&mut self, limit: &RateLimit, now: Timestamp) {
         if now <= self.at {
@@ -144,14 +136,5 @@ mod tests {
             b.available(&l, at(t));
         }
         assert_eq!(b.available(&l, at(70)), 30);
-    }
-
-    #[test]
-    fn a_changed_limit_keeps_whole_tokens_up_to_its_burst() {
-        let l = TEN_PER_SECOND;
-        let b = TokenBucket::full(&l, at(0));
-        let smaller = RateLimit { burst: 1, ..l };
-        let mut c = b.changed(&l, &smaller, at(0));
-        assert_eq!(c.available(&smaller, at(0)), 1);
     }
 }

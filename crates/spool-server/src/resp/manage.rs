@@ -158,9 +158,10 @@ fn queue_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
             b"MAXPAYLOAD" => change.max_payload = Some(a.number("MAXPAYLOAD")?),
             b"RATELIMIT" => change.rate_limit = Some(rate_limit(a)?),
             b"MAXLEASED" => {
-                change.max_leased = Some(match a.off() {
-                    true => None,
-                    false => Some(count32(a, "MAXLEASED")?),
+                change.max_leased = Some(if a.off() {
+                    None
+                } else {
+                    Some(count32(a, "MAXLEASED")?)
                 })
             }
             b"PAUSED" => {
