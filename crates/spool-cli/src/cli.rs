@@ -4,7 +4,7 @@
 //! `check::CheckArgs`, `bench::BenchArgs`); doc comments here and there are
 //! the `--help` text, which is meant to be the only documentation a new user
 //! needs. The client commands of docs/spec.md §8 (enqueue, stats, tasks, retry,
-//! pause/resume, schedule) talk to a running server; their modules are
+//! pause/resume, queue, schedule) talk to a running server; their modules are
 //! under `client`.
 
 use clap::{Parser, Subcommand};
@@ -13,6 +13,7 @@ use crate::bench::{self, BenchArgs};
 use crate::check::{self, CheckArgs};
 use crate::client::enqueue::{self, EnqueueArgs};
 use crate::client::pause::{self, QueueArgs};
+use crate::client::queue::{self, QueueSettingsArgs};
 use crate::client::retry::{self, RetryArgs};
 use crate::client::schedule::{self, ScheduleArgs};
 use crate::client::stats::{self, StatsArgs};
@@ -63,6 +64,9 @@ pub(crate) enum Command {
     /// Hand out a paused queue's tasks again.
     #[command(long_about = pause::RESUME_ABOUT)]
     Resume(QueueArgs),
+    /// Show a queue's settings, or change its rate limit and max leased.
+    #[command(long_about = queue::ABOUT)]
+    Queue(QueueSettingsArgs),
     /// Create, list or remove schedules (periodic or cron tasks).
     #[command(long_about = schedule::ABOUT)]
     Schedule(ScheduleArgs),
@@ -83,6 +87,7 @@ impl Command {
             | Command::Retry(_)
             | Command::Pause(_)
             | Command::Resume(_)
+            | Command::Queue(_)
             | Command::Schedule(_) => "warn",
         }
     }

@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         Command::Retry(args) => client::retry::run(args),
         Command::Pause(args) => client::pause::run(args, true),
         Command::Resume(args) => client::pause::run(args, false),
+        Command::Queue(args) => client::queue::run(args),
         Command::Schedule(args) => client::schedule::run(args),
     };
     match outcome {

@@ -1,7 +1,8 @@
 //! Spool's core semantics, shared by every store and by the runtime.
 //!
 //! This crate holds what a task *is* and what may happen to it — the task
-//! model ([`task`]), queue settings ([`settings`]), the retry rules
+//! model ([`task`]), queue settings ([`settings`]) and
+//! their claim limits ([`limits`]), the retry rules
 //! ([`backoff`], [`transition`]), names ([`names`]), time ([`time`]), the
 //! trace context a task carries ([`trace`]), the JSON shapes the server and
 //! the client share ([`wire`]) — and the one seam every store implements:
@@ -14,6 +15,7 @@ pub mod backoff;
 mod crontab;
 pub mod error;
 pub mod lease_wait;
+pub mod limits;
 pub mod names;
 pub mod rfc3339;
 pub mod schedule;
@@ -26,6 +28,7 @@ pub mod transition;
 pub mod wire;
 
 pub use error::StoreError;
+pub use limits::{RateLimit, TokenBucket};
 pub use names::{Kind, NameError, QueueName, TaskKey};
 pub use schedule::{Cadence, Schedule, ScheduleSpec};
 pub use settings::{QueueChange, QueueSettings};

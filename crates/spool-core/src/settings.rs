@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::error::StoreError;
+use crate::limits::RateLimit;
 
 /// The largest `max_payload` a queue may set: 64 MiB.
 pub const MAX_PAYLOAD_LIMIT: u64 = 64 * 1024 * 1024;
@@ -31,6 +32,12 @@ pub struct QueueSettings {
     pub max_payload: u64,
     /// A paused queue hands out nothing; enqueues still work.
     pub paused: bool,
+    /// At most so many tasks handed out per period, enforced at claim
+    /// (docs/spec.md §4); `None`: no limit.
+    pub rate_limit: Option<RateLimit>,
+    /// At most so many tasks leased at once, across every worker and
+    /// process; `None`: no limit.
+    pub max_leased: Option<u32>,
 }
 
 impl Default for QueueSettings {
@@ -43,6 +50,8 @@ impl Default for QueueSettings {
             dedup_window: Duration::from_secs(15 * 60),
             max_payload: 1024 * 1024,
             paused: false,
+            rate_limit: None,
+            max_leased: None,
         }
     }
 }
@@ -65,6 +74,20 @@ impl QueueSettings {
                 "max_payload must be at most {MAX_PAYLOAD_LIMIT} (64 MiB), got {}",
                 self.max_payload
             )));
+        }
+        if let Some(r) = &self.rate_limit {
+            if r.limit == 0 {
+                return bad("rate_limit.limit must be at least 1");
+            }
+            if r.period < Duration::from_millis(1) {
+                return bad("rate_limit.period_ms must be at least 1");
+            }
+            if r.burst == 0 {
+                return bad("rate_limit.burst must be at least 1");
+            }
+        }
+        if self.max_leased == Some(0) {
+            return bad("max_leased must be at least 1 (or null for no limit)");
         }
         Ok(())
     }
@@ -90,6 +113,10 @@ pub struct QueueChange {
     pub max_payload: Option<u64>,
     /// Pauses (`true`) or resumes (`false`) the queue.
     pub paused: Option<bool>,
+    /// A new [`QueueSettings::rate_limit`]: `Some(None)` removes the limit.
+    pub rate_limit: Option<Option<RateLimit>>,
+    /// A new [`QueueSettings::max_leased`]: `Some(None)` removes the limit.
+    pub max_leased: Option<Option<u32>>,
 }
 
 impl QueueChange {
@@ -104,6 +131,8 @@ impl QueueChange {
             dedup_window: self.dedup_window.unwrap_or(current.dedup_window),
             max_payload: self.max_payload.unwrap_or(current.max_payload),
             paused: self.paused.unwrap_or(current.paused),
+            rate_limit: self.rate_limit.unwrap_or(current.rate_limit),
+            max_leased: self.max_leased.unwrap_or(current.max_leased),
         };
         changed.validate()?;
         Ok(changed)
@@ -120,6 +149,8 @@ impl From<QueueSettings> for QueueChange {
             dedup_window: Some(s.dedup_window),
             max_payload: Some(s.max_payload),
             paused: Some(s.paused),
+            rate_limit: Some(s.rate_limit),
+            max_leased: Some(s.max_leased),
         }
     }
 }
@@ -188,9 +219,30 @@ mod tests {
             dedup_window: Duration::ZERO,
             max_payload: 10,
             paused: true,
+            rate_limit: Some(RateLimit {
+                limit: 5,
+                period: Duration::from_millis(100),
+                burst: 2,
+            }),
+            max_leased: Some(4),
         };
         let current = QueueSettings::default();
         assert_eq!(QueueChange::from(wanted.clone()).apply(current), Ok(wanted));
+    }
+
+    #[test]
+    fn a_change_removes_a_limit_only_when_it_says_so() {
+        let current = QueueSettings {
+            max_leased: Some(3),
+            ..QueueSettings::default()
+        };
+        let keep = QueueChange::default().apply(current.clone());
+        assert_eq!(keep.map(|s| s.max_leased), Ok(Some(3)));
+        let clear = QueueChange {
+            max_leased: Some(None),
+            ..QueueChange::default()
+        };
+        assert_eq!(clear.apply(current).map(|s| s.max_leased), Ok(None));
     }
 
     #[test]
@@ -218,6 +270,34 @@ mod tests {
             },
             QueueChange {
                 max_payload: Some(MAX_PAYLOAD_LIMIT + 1),
+                ..QueueChange::default()
+            },
+            QueueChange {
+                max_leased: Some(Some(0)),
+                ..QueueChange::default()
+            },
+            QueueChange {
+                rate_limit: Some(Some(RateLimit {
+                    limit: 0,
+                    period: Duration::from_secs(1),
+                    burst: 1,
+                })),
+                ..QueueChange::default()
+            },
+            QueueChange {
+                rate_limit: Some(Some(RateLimit {
+                    limit: 1,
+                    period: Duration::ZERO,
+                    burst: 1,
+                })),
+                ..QueueChange::default()
+            },
+            QueueChange {
+                rate_limit: Some(Some(RateLimit {
+                    limit: 1,
+                    period: Duration::from_secs(1),
+                    burst: 0,
+                })),
                 ..QueueChange::default()
             },
         ] {

@@ -9,14 +9,59 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::limits::RateLimit;
 use crate::settings::{QueueChange, QueueSettings};
 use crate::time::duration_millis;
 
 /// Whole milliseconds of a duration, for a `*_ms` field.
 pub fn ms(d: Duration) -> u64 {
     duration_millis(d).unsigned_abs()
+}
+
+/// A queue's rate limit (docs/spec.md §4): at most `limit` tasks handed
+/// out per `period_ms`, in bursts of at most `burst`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RateLimitJson {
+    /// Tasks per period, at least 1.
+    pub limit: u32,
+    /// The period, at least 1 ms.
+    pub period_ms: u64,
+    /// The most tasks handed out at once after a quiet spell, at least 1.
+    pub burst: u32,
+}
+
+impl From<&RateLimit> for RateLimitJson {
+    fn from(r: &RateLimit) -> Self {
+        RateLimitJson {
+            limit: r.limit,
+            period_ms: ms(r.period),
+            burst: r.burst,
+        }
+    }
+}
+
+impl From<RateLimitJson> for RateLimit {
+    fn from(r: RateLimitJson) -> Self {
+        RateLimit {
+            limit: r.limit,
+            period: Duration::from_millis(r.period_ms),
+            burst: r.burst,
+        }
+    }
+}
+
+/// A field that tells absent (`None`: keep) from `null` (`Some(None)`:
+/// remove) from a value.
+fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// A queue's settings (docs/spec.md §4).
@@ -38,6 +83,12 @@ pub struct SettingsJson {
     pub max_payload: u64,
     /// A paused queue hands out nothing; enqueues, acks and the rest still work.
     pub paused: bool,
+    /// Tasks handed out per period, enforced at claim; absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimitJson>,
+    /// Tasks leased at once, across every worker; absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_leased: Option<u32>,
 }
 
 impl From<&QueueSettings> for SettingsJson {
@@ -50,6 +101,8 @@ impl From<&QueueSettings> for SettingsJson {
             dedup_window_ms: ms(s.dedup_window),
             max_payload: s.max_payload,
             paused: s.paused,
+            rate_limit: s.rate_limit.as_ref().map(RateLimitJson::from),
+            max_leased: s.max_leased,
         }
     }
 }
@@ -64,6 +117,8 @@ impl From<SettingsJson> for QueueSettings {
             dedup_window: Duration::from_millis(s.dedup_window_ms),
             max_payload: s.max_payload,
             paused: s.paused,
+            rate_limit: s.rate_limit.map(RateLimit::from),
+            max_leased: s.max_leased,
         }
     }
 }
@@ -96,6 +151,22 @@ pub struct SettingsBody {
     /// Pauses (`true`) or resumes (`false`) the queue.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paused: Option<bool>,
+    /// A new rate limit; `null` removes the queue's.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<RateLimitJson>, nullable))]
+    pub rate_limit: Option<Option<RateLimitJson>>,
+    /// A new limit on tasks leased at once, at least 1; `null` removes it.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<u32>, nullable))]
+    pub max_leased: Option<Option<u32>>,
 }
 
 impl From<QueueChange> for SettingsBody {
@@ -108,6 +179,8 @@ impl From<QueueChange> for SettingsBody {
             dedup_window_ms: c.dedup_window.map(ms),
             max_payload: c.max_payload,
             paused: c.paused,
+            rate_limit: c.rate_limit.map(|r| r.as_ref().map(RateLimitJson::from)),
+            max_leased: c.max_leased,
         }
     }
 }
@@ -135,6 +208,32 @@ mod tests {
         };
         let body = serde_json::to_string(&SettingsBody::from(change))?;
         assert_eq!(body, r#"{"lease_ms":2000,"paused":false}"#);
+        Ok(())
+    }
+
+    #[test]
+    fn limits_round_trip_and_null_removes_them() -> Result<(), serde_json::Error> {
+        let s = QueueSettings {
+            rate_limit: Some(RateLimit {
+                limit: 100,
+                period: Duration::from_secs(1),
+                burst: 10,
+            }),
+            max_leased: Some(5),
+            ..QueueSettings::default()
+        };
+        assert_eq!(QueueSettings::from(SettingsJson::from(&s)), s);
+        let body: SettingsBody = serde_json::from_str(r#"{"rate_limit":null,"max_leased":3}"#)?;
+        assert_eq!(body.rate_limit, Some(None));
+        assert_eq!(body.max_leased, Some(Some(3)));
+        let body: SettingsBody = serde_json::from_str("{}")?;
+        assert_eq!((body.rate_limit, body.max_leased), (None, None));
+        let clear = QueueChange {
+            max_leased: Some(None),
+            ..QueueChange::default()
+        };
+        let text = serde_json::to_string(&SettingsBody::from(clear))?;
+        assert_eq!(text, r#"{"max_leased":null}"#);
         Ok(())
     }
 

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spool_core::{
-    Cadence, Kind, Payload, PayloadFormat, QueueName, QueueSettings, ScheduleSpec, TaskKey,
-    TaskPatch, Timestamp, TraceParent,
+    Cadence, Kind, Payload, PayloadFormat, QueueName, QueueSettings, RateLimit, ScheduleSpec,
+    TaskKey, TaskPatch, Timestamp, TraceParent,
 };
 use spool_wal::LogPos;
 
@@ -388,6 +388,16 @@ pub(crate) fn read_schedule_spec(r: &mut Reader<'_>) -> Result<ScheduleSpec, Dec
     })
 }
 
+/// The last byte of a queue's settings says whether it is paused (bit 0)
+/// and which limits follow it: a rate limit (limit u32, period_ms u64,
+/// burst u32) when bit 1 is set, then a limit on tasks leased at once
+/// (u32) when bit 2 is. Spool wrote only 0 and 1 there before queues had
+/// limits, so those records read as they always did, and settings without
+/// limits are still written byte for byte as before.
+const SETTINGS_PAUSED: u8 = 1;
+const SETTINGS_RATE_LIMIT: u8 = 2;
+const SETTINGS_MAX_LEASED: u8 = 4;
+
 pub(crate) fn put_settings(buf: &mut Vec<u8>, s: &QueueSettings) {
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     codec::put_u64(buf, ms(s.lease));
@@ -396,7 +406,25 @@ pub(crate) fn put_settings(buf: &mut Vec<u8>, s: &QueueSettings) {
     codec::put_u64(buf, ms(s.backoff_max));
     codec::put_u64(buf, ms(s.dedup_window));
     codec::put_u64(buf, s.max_payload);
-    codec::put_u8(buf, u8::from(s.paused));
+    let rate = if s.rate_limit.is_some() {
+        SETTINGS_RATE_LIMIT
+    } else {
+        0
+    };
+    let leased = if s.max_leased.is_some() {
+        SETTINGS_MAX_LEASED
+    } else {
+        0
+    };
+    codec::put_u8(buf, u8::from(s.paused) | rate | leased);
+    if let Some(r) = &s.rate_limit {
+        codec::put_u32(buf, r.limit);
+        codec::put_u64(buf, ms(r.period));
+        codec::put_u32(buf, r.burst);
+    }
+    if let Some(n) = s.max_leased {
+        codec::put_u32(buf, n);
+    }
 }
 
 pub(crate) fn ts(r: &mut Reader<'_>, what: &'static str) -> Result<Timestamp, DecodeError> {
@@ -450,7 +478,24 @@ pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeE
     let backoff_max = ms(r.u64("backoff_max")?);
     let dedup_window = ms(r.u64("dedup_window")?);
     let max_payload = r.u64("max_payload")?;
-    let paused = r.u8("paused")? != 0;
+    let at = r.position();
+    let flags = r.u8("paused")?;
+    if flags & !(SETTINGS_PAUSED | SETTINGS_RATE_LIMIT | SETTINGS_MAX_LEASED) != 0 {
+        return Err(DecodeError { what: "paused", at });
+    }
+    let paused = flags & SETTINGS_PAUSED != 0;
+    let rate_limit = match flags & SETTINGS_RATE_LIMIT {
+        0 => None,
+        _ => Some(RateLimit {
+            limit: r.u32("rate limit")?,
+            period: ms(r.u64("rate period")?),
+            burst: r.u32("rate burst")?,
+        }),
+    };
+    let max_leased = match flags & SETTINGS_MAX_LEASED {
+        0 => None,
+        _ => Some(r.u32("max_leased")?),
+    };
     Ok(QueueSettings {
         lease,
         max_attempts,
@@ -459,6 +504,8 @@ pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeE
         dedup_window,
         max_payload,
         paused,
+        rate_limit,
+        max_leased,
     })
 }
 
@@ -904,5 +951,61 @@ mod tests {
         let last = body.len() - 1;
         body[last] = b'g';
         assert_eq!(decoded_entry(&body).unwrap_err().what, "traceparent");
+    }
+
+    fn put_queue(settings: QueueSettings) -> Op {
+        Op::PutQueue {
+            queue: QueueName::new("q").unwrap(),
+            settings,
+        }
+    }
+
+    fn decoded_settings(body: &[u8]) -> Result<QueueSettings, DecodeError> {
+        match Op::decode(kind::PUT_QUEUE, body, &mut Vec::new())? {
+            Op::PutQueue { settings, .. } => Ok(settings),
+            other => panic!("decoded {other:?}"),
+        }
+    }
+
+    #[test]
+    fn limits_go_through_the_log() {
+        let rate_limit = Some(RateLimit {
+            limit: 7,
+            period: Duration::from_millis(250),
+            burst: 3,
+        });
+        for (rate_limit, max_leased) in [(rate_limit, None), (None, Some(9)), (rate_limit, Some(9))]
+        {
+            let settings = QueueSettings {
+                paused: true,
+                rate_limit,
+                max_leased,
+                ..QueueSettings::default()
+            };
+            let mut body = Vec::new();
+            put_queue(settings.clone()).encode(&mut body, &mut Vec::new());
+            assert_eq!(decoded_settings(&body).unwrap(), settings);
+        }
+    }
+
+    #[test]
+    fn settings_without_limits_are_written_as_before() {
+        for paused in [false, true] {
+            // The settings as Spool wrote them before queues had limits:
+            // the paused flag as the last byte, nothing after it.
+            let settings = QueueSettings {
+                paused,
+                ..QueueSettings::default()
+            };
+            let mut body = Vec::new();
+            put_queue(settings.clone()).encode(&mut body, &mut Vec::new());
+            assert_eq!(body.last(), Some(&u8::from(paused)));
+            assert_eq!(decoded_settings(&body).unwrap(), settings);
+        }
+        let mut body = Vec::new();
+        put_queue(QueueSettings::default()).encode(&mut body, &mut Vec::new());
+        let last = body.len() - 1;
+        body[last] = 8;
+        assert_eq!(decoded_settings(&body).unwrap_err().what, "paused");
     }
 }

@@ -188,7 +188,7 @@ pub(crate) fn load_chunk(
                         at,
                     });
                 }
-                state.queue_mut(q).settings = settings;
+                state.queue_mut(q).set_settings(settings);
             }
             TASK => load_entry(state, &mut r, *now, at)?,
             TASK_INLINE => {

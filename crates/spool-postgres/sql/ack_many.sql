@@ -3,7 +3,8 @@
 -- queue's dedup window, and tells what became of each item, in input order:
 -- 'done', 'lease_lost' (the task lives under another or no lease) or
 -- 'not_found'. An id given twice succeeds for each copy with the right
--- token.
+-- token. `freed` names the queue of an acked task when that queue has a
+-- max_leased: a slot freed there wakes claims waiting for one.
 --
 -- Each item looks its row up by id alone, so that only the primary key
 -- can serve the lookup (LIMIT 1 keeps it from being flattened into a join
@@ -41,8 +42,10 @@ SELECT CASE
            WHEN g.id IS NOT NULL THEN 'done'
            WHEN EXISTS (SELECT 1 FROM {schema}.tasks t WHERE t.id = a.id) THEN 'lease_lost'
            ELSE 'not_found'
-       END AS outcome
+       END AS outcome,
+       fq.name AS freed
 FROM input a
-LEFT JOIN (SELECT DISTINCT id, lease_token FROM gone) g
+LEFT JOIN (SELECT DISTINCT id, lease_token, queue_id FROM gone) g
     ON g.id = a.id AND g.lease_token = a.token
+LEFT JOIN {schema}.queues fq ON fq.id = g.queue_id AND fq.max_leased IS NOT NULL
 ORDER BY a.ord

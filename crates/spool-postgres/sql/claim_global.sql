@@ -9,13 +9,20 @@
 -- q is materialized once (it calls a volatile function), and the claim
 -- steps scan only when the lock was got (may_claim).
 --
+-- A queue with limits takes no lock and yields no candidates, only a row
+-- that says `limited` (and `locked`, so the caller does not back off): its
+-- claims go through claim_limited.sql, under the queue row's lock.
+--
 -- Answers one row per claimed task, `locked` true; or one row with
 -- `locked` and a NULL n when nothing was claimed (false: another claimer
 -- holds the lock, back off and try again); or no row for a paused or
 -- unknown queue.
 WITH q AS (
     SELECT id, lease_ms,
-           pg_try_advisory_xact_lock(hashtext('spool.claim {schema}'), id) AS may_claim
+           (rate_limit IS NOT NULL OR max_leased IS NOT NULL) AS limited,
+           CASE WHEN rate_limit IS NULL AND max_leased IS NULL
+                THEN pg_try_advisory_xact_lock(hashtext('spool.claim {schema}'), id)
+                ELSE false END AS may_claim
     FROM {schema}.queues WHERE name = $1 AND NOT paused
 ), {claim_steps}
-SELECT q.may_claim AS locked, c.* FROM q LEFT JOIN claimed c ON true
+SELECT q.may_claim OR q.limited AS locked, q.limited, c.* FROM q LEFT JOIN claimed c ON true

@@ -3,7 +3,8 @@
 -- `q (id, lease_ms, may_claim)`: the queue, when it exists and is not
 -- paused, and whether this statement may take from it.
 --
--- Claims up to $3 tasks of queue $1 for worker $2. $4 the lease the claim
+-- Claims up to {limit} tasks of queue $1 for worker $2: $3, or what the
+-- queue's limits allow (claim_limited.sql). $4 the lease the claim
 -- asked for in ms (NULL: the queue's), $5 one fresh random token per task
 -- that may be claimed (at least $3 of them). ($6 priority, $7 run_at): the
 -- claim floor, where the ready scan starts (src/floor.rs): entries before
@@ -11,7 +12,7 @@
 -- index; the floor is the front of claim order when the caller knows no
 -- better.
 --
--- Candidates come from index range scans, each stopping after $3 rows:
+-- Candidates come from index range scans, each stopping after {limit} rows:
 -- ready rows in claim order (tasks_ready), and scheduled rows whose run_at
 -- has passed but which the sweeper has not promoted yet (tasks_scheduled),
 -- in each partition of the task table (src/sql.rs puts in one scan per
@@ -35,20 +36,20 @@ ready AS (
     WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'ready'
       AND (priority, run_at) >= ($6::smallint, $7::timestamptz)
     ORDER BY priority, run_at, id
-    LIMIT $3
+    LIMIT {limit}
     FOR UPDATE SKIP LOCKED
 ), due AS (
     SELECT gen, ctid, id, priority, run_at FROM {schema}.tasks
     WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'scheduled'
       AND run_at <= now()
     ORDER BY run_at, id
-    LIMIT $3
+    LIMIT {limit}
     FOR UPDATE SKIP LOCKED
 ), picked AS (
     SELECT gen, ctid, row_number() OVER (ORDER BY priority, run_at, id) AS n
     FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) c
     ORDER BY priority, run_at, id
-    LIMIT $3
+    LIMIT {limit}
 ), claimed AS (
     UPDATE {schema}.tasks t SET
         state = 'leased',

@@ -2,7 +2,8 @@
 -- waiting at $4; $5 the error history to keep. The caller computed these
 -- with spool_core::transition from the task as it read it; the lease
 -- condition makes the write refuse if the lease was lost meanwhile.
--- Answers the task, or nothing when the lease is not held.
+-- Answers the task, or nothing when the lease is not held; `frees_slot`
+-- when its queue has a max_leased, where the lease's end frees a slot.
 UPDATE {schema}.tasks t SET
     state = CASE WHEN $3 THEN 'dead' WHEN $4 <= now() THEN 'ready' ELSE 'scheduled' END,
     run_at = CASE WHEN $3 THEN t.run_at ELSE $4 END,
@@ -13,4 +14,5 @@ UPDATE {schema}.tasks t SET
     updated_at = {schema}.now_ms()
 WHERE t.id = $1 AND t.lease_token = $2
   AND t.state = 'leased' AND t.lease_expires_at > now()
-RETURNING {task}, (SELECT name FROM {schema}.queues WHERE id = t.queue_id) AS queue
+RETURNING {task}, (SELECT name FROM {schema}.queues WHERE id = t.queue_id) AS queue,
+    (SELECT max_leased IS NOT NULL FROM {schema}.queues WHERE id = t.queue_id) AS frees_slot

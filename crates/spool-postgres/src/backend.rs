@@ -18,6 +18,7 @@ use crate::config::PgConfig;
 use crate::error;
 use crate::floor::{Floors, Ready};
 use crate::notifier::Notifier;
+use crate::ops::claim_limits::LimitedQueues;
 use crate::sql::Sql;
 use crate::wake::Wakeups;
 
@@ -35,6 +36,9 @@ pub(crate) struct Backend {
     pub(crate) notifier: Arc<Notifier>,
     /// Tasks this process claimed since it last vacuumed ([`crate::vacuum`]).
     pub(crate) claimed_since_vacuum: AtomicU64,
+    /// Queues whose claims go through the limited claim
+    /// ([`crate::ops::claim_limits`]).
+    pub(crate) limited: LimitedQueues,
 }
 
 impl Backend {

@@ -58,6 +58,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "trace context of tasks",
         sql: include_str!("../migrations/0007_traceparent.sql"),
     },
+    Migration {
+        version: 8,
+        name: "claim limits of queues",
+        sql: include_str!("../migrations/0008_claim_limits.sql"),
+    },
 ];
 
 /// The latest version this build knows.

@@ -37,8 +37,13 @@ fn state_filter(state: Option<TaskState>) -> &'static str {
 
 /// The claim steps (`sql/claim_steps.sql`), put in where a template says
 /// `{claim_steps}`.
-fn with_claim_steps(template: &str) -> String {
-    template.replace("{claim_steps}", include_str!("../sql/claim_steps.sql"))
+/// `limit` is how many tasks the steps may take at most: `$3` (the claim's
+/// max), or what a limited claim computed.
+fn with_claim_steps(template: &str, limit: &str) -> String {
+    template.replace(
+        "{claim_steps}",
+        &include_str!("../sql/claim_steps.sql").replace("{limit}", limit),
+    )
 }
 
 /// The list filters in a fixed order: no filter, then each state.
@@ -60,6 +65,9 @@ pub(crate) struct Sql {
     pub(crate) enqueue_one: String,
     pub(crate) claim: String,
     pub(crate) claim_global: String,
+    /// A claim from a queue with limits, under `lock_limited_queue`.
+    pub(crate) claim_limited: String,
+    pub(crate) lock_limited_queue: String,
     pub(crate) next_due: String,
     pub(crate) ack_many: String,
     pub(crate) give_back: String,
@@ -141,8 +149,16 @@ impl Sql {
             enqueue_insert: r(include_str!("../sql/enqueue_insert.sql")),
             enqueue_keyless: r(include_str!("../sql/enqueue_keyless.sql")),
             enqueue_one: r(include_str!("../sql/enqueue_one.sql")),
-            claim: r(&with_claim_steps(include_str!("../sql/claim.sql"))),
-            claim_global: r(&with_claim_steps(include_str!("../sql/claim_global.sql"))),
+            claim: r(&with_claim_steps(include_str!("../sql/claim.sql"), "$3")),
+            claim_global: r(&with_claim_steps(
+                include_str!("../sql/claim_global.sql"),
+                "$3",
+            )),
+            claim_limited: r(&with_claim_steps(
+                include_str!("../sql/claim_limited.sql"),
+                "(SELECT allowance FROM q)",
+            )),
+            lock_limited_queue: r(include_str!("../sql/lock_limited_queue.sql")),
             next_due: r(include_str!("../sql/next_due.sql")),
             ack_many: r(include_str!("../sql/ack_many.sql")),
             give_back: r(include_str!("../sql/give_back.sql")),
@@ -226,6 +242,7 @@ mod tests {
             "{task}",
             "{filter}",
             "{claim_steps}",
+            "{limit}",
             "{gen}",
             "{table}",
         ] {

@@ -29,6 +29,7 @@ use crate::error::PgError;
 use crate::floor::Floors;
 use crate::migrate;
 use crate::notifier::{self, Notifier};
+use crate::ops::claim_limits::LimitedQueues;
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
 use crate::rotate;
 use crate::sql::Sql;
@@ -142,6 +143,7 @@ impl PgStore {
             floors: Arc::new(Floors::default()),
             notifier: Arc::new(Notifier::default()),
             claimed_since_vacuum: AtomicU64::new(0),
+            limited: LimitedQueues::default(),
         });
         let listener = tokio::spawn(wake::listen(
             pg,

@@ -126,6 +126,15 @@ macro_rules! __with_cases {
             changing_settings_keeps_tasks
             a_change_keeps_the_fields_it_does_not_name
             a_settings_change_does_not_undo_a_concurrent_pause
+            max_leased_caps_tasks_leased_at_once
+            an_expired_lease_frees_its_slot
+            rate_limit_hands_out_the_burst_then_holds
+            rate_limit_refills_at_its_rate
+            a_rate_limited_long_poll_wakes_on_refill
+            a_long_poll_on_a_full_queue_wakes_when_a_slot_frees
+            limits_changed_live_take_effect
+            limits_round_trip_and_are_removed_one_at_a_time
+            a_limit_below_the_leased_count_takes_nothing_back
             due_task_shows_ready_everywhere
             expired_lease_shows_ready_everywhere
             schedules_round_trip

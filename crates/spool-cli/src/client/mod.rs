@@ -1,5 +1,5 @@
 //! The client commands of docs/spec.md §8: `enqueue`, `stats`, `tasks`, `retry`,
-//! `pause`/`resume` and `schedule`. Each talks to a running server through
+//! `pause`/`resume`, `queue` and `schedule`. Each talks to a running server through
 //! [`spool_client::RemoteStore`], one module per command.
 //!
 //! A map: [`connect`] holds the `--url`/`--token` options and turns a failed
@@ -11,6 +11,7 @@ pub(crate) mod args;
 pub(crate) mod connect;
 pub(crate) mod enqueue;
 pub(crate) mod pause;
+pub(crate) mod queue;
 mod render;
 pub(crate) mod retry;
 pub(crate) mod schedule;

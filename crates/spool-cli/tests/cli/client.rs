@@ -241,9 +241,48 @@ fn an_unreachable_server_is_named() {
 }
 
 #[test]
+fn queue_limits_are_set_shown_and_removed() -> TestResult {
+    let server = CliServer::start()?;
+    server.ok(&["enqueue", "metered"]);
+    let set = server.ok(&[
+        "queue",
+        "metered",
+        "--rate-limit",
+        "100/1s",
+        "--burst",
+        "20",
+        "--max-leased",
+        "5",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&set)?;
+    assert_eq!(
+        json["rate_limit"],
+        serde_json::json!({"limit": 100, "period_ms": 1000, "burst": 20})
+    );
+    assert_eq!(json["max_leased"], 5);
+    let shown = server.ok(&["queue", "metered"]);
+    assert!(shown.contains("rate limit 100/1000ms, burst 20"), "{shown}");
+    assert!(shown.contains("max leased 5"), "{shown}");
+    let cleared = server.ok(&["queue", "metered", "--no-rate-limit", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&cleared)?;
+    assert!(json.get("rate_limit").is_none(), "{cleared}");
+    assert_eq!(json["max_leased"], 5, "the other limit stays");
+    let bad = server.spool(&["queue", "metered", "--rate-limit", "fast"]);
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("LIMIT/PERIOD"),
+        "{}",
+        text(&bad.stderr)
+    );
+    Ok(())
+}
+
+#[test]
 fn every_client_command_explains_itself() {
-    let commands: [&[&str]; 9] = [
+    let commands: [&[&str]; 10] = [
         &["enqueue"],
+        &["queue"],
         &["stats"],
         &["tasks"],
         &["retry"],

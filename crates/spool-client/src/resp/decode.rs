@@ -11,8 +11,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use spool_core::{
     Cadence, EnqueueOutcome, ErrorRecord, Kind, Lease, LeaseToken, Payload, QueueName,
-    QueueSettings, QueueStats, Schedule, ScheduleSpec, StateCounts, StoreError, Task, TaskId,
-    TaskKey, TaskState, Timestamp,
+    QueueSettings, QueueStats, RateLimit, Schedule, ScheduleSpec, StateCounts, StoreError, Task,
+    TaskId, TaskKey, TaskState, Timestamp,
 };
 
 use super::value::Value;
@@ -235,7 +235,29 @@ pub(super) fn settings(v: Value) -> Result<QueueSettings, StoreError> {
         dedup_window: ms(f.get("dedup_window_ms")?)?,
         max_payload: uint(f.get("max_payload")?)?,
         paused: matches!(f.get("paused")?, Value::Bool(true)),
+        rate_limit: f
+            .find("rate_limit")
+            .map(|v| opt(v, rate_limit))
+            .transpose()?
+            .flatten(),
+        max_leased: f
+            .find("max_leased")
+            .map(|v| opt(v, small))
+            .transpose()?
+            .flatten(),
     })
+}
+
+/// `[limit, period_ms, burst]`.
+fn rate_limit(v: &Value) -> Result<RateLimit, StoreError> {
+    match array(v.clone())?.as_slice() {
+        [limit, period, burst] => Ok(RateLimit {
+            limit: small(limit)?,
+            period: ms(period)?,
+            burst: small(burst)?,
+        }),
+        other => Err(bad_answer(format!("a rate limit of {} items", other.len()))),
+    }
 }
 
 pub(super) fn schedule(v: Value) -> Result<Schedule, StoreError> {

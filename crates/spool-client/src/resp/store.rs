@@ -428,6 +428,20 @@ impl Store for RespStore {
             .option("DEDUPWINDOW", ms(change.dedup_window))
             .option("MAXPAYLOAD", change.max_payload)
             .option("PAUSED", change.paused.map(u8::from));
+        let cmd = match change.rate_limit {
+            None => cmd,
+            Some(None) => cmd.arg("RATELIMIT").arg("OFF"),
+            Some(Some(r)) => cmd
+                .arg("RATELIMIT")
+                .num(r.limit)
+                .num(duration_millis(r.period))
+                .num(r.burst),
+        };
+        let cmd = match change.max_leased {
+            None => cmd,
+            Some(None) => cmd.arg("MAXLEASED").arg("OFF"),
+            Some(Some(n)) => cmd.arg("MAXLEASED").num(n),
+        };
         decode::settings(self.run(cmd, Target::Queue(queue)).await?)
     }
 

@@ -156,11 +156,15 @@ impl Core {
             self.respond(Err(e), reply);
             return;
         }
-        let tasks = match self.state.queue_of(&req.queue) {
+        let q = self.state.queue_of(&req.queue);
+        let tasks = match q {
             Some(q) => self.claim_now(q, &req.worker, req.max, req.lease),
             None => Vec::new(),
         };
         if tasks.is_empty() && !req.wait.is_zero() {
+            if let Some(q) = q {
+                self.watch_refill(q);
+            }
             let deadline = Instant::now() + req.wait;
             let waiter = Waiter {
                 worker: req.worker,
@@ -183,12 +187,19 @@ impl Core {
         lease: Option<Duration>,
     ) -> Vec<TaskView> {
         let now = self.now();
-        let queue = self.state.queue(q);
+        let queue = self.state.queue_mut(q);
         if queue.settings.paused {
             return Vec::new();
         }
         let default_lease = queue.settings.lease;
-        let ids = self.state.ready_front(q, max as usize);
+        let allowed = queue.allowance(now).min(max);
+        if allowed == 0 {
+            if queue.counts.ready > 0 {
+                metrics::counter!("spool_claims_throttled_total").increment(1);
+            }
+            return Vec::new();
+        }
+        let ids = self.state.ready_front(q, allowed as usize);
         let mut rng = rand::thread_rng();
         let claimed: Vec<Claimed> = ids
             .iter()
@@ -206,6 +217,8 @@ impl Core {
         if claimed.is_empty() {
             return Vec::new();
         }
+        let took = u32::try_from(claimed.len()).unwrap_or(u32::MAX);
+        self.state.queue_mut(q).took(took, now);
         self.commit(Op::Claim {
             now,
             owner: Arc::from(worker),
@@ -609,8 +622,14 @@ impl Core {
             self.state.queue_mut(q).woken = false;
             let name = self.state.queue(q).name.clone();
             while self.waiters.has_waiters(&name) {
-                let queue = self.state.queue(q);
+                let now = self.last_now;
+                let queue = self.state.queue_mut(q);
                 if queue.settings.paused || queue.counts.ready == 0 {
+                    break;
+                }
+                if queue.allowance(now) == 0 {
+                    // Woken again by a freed slot, or when tokens refill.
+                    self.watch_refill(q);
                     break;
                 }
                 let Some(w) = self.waiters.pop(&name) else {
@@ -638,6 +657,15 @@ impl Core {
             }
             self.fresh_bytes += e.payload.len();
             self.fresh.push((e.id, e.payload.bytes));
+        }
+    }
+
+    /// When the rate limit of queue `q` allows nothing now, has its
+    /// waiters served again once a token has refilled.
+    fn watch_refill(&mut self, q: u32) {
+        let now = self.last_now;
+        if let Some(wait) = self.state.queue_mut(q).refill_in(now) {
+            self.refills.watch(now.plus(wait), q);
         }
     }
 

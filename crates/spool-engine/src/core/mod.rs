@@ -13,6 +13,7 @@
 mod checkpoint;
 mod commands;
 mod compact;
+mod refills;
 mod room;
 mod waiters;
 
@@ -30,6 +31,7 @@ use crate::backoff::Backoff;
 use crate::ops::{Op, Span};
 use crate::state::{PayloadRef, State};
 use checkpoint::CheckpointJob;
+use refills::Refills;
 use waiters::Waiters;
 
 /// Work sent to the core thread.
@@ -118,6 +120,8 @@ pub(crate) struct Core {
     /// When the core may next ask the WAL thread to reserve space again.
     reserve_retry_at: Instant,
     waiters: Waiters,
+    /// Rate-limited queues to serve again when their buckets refill.
+    refills: Refills,
     pub(crate) checkpoint: Option<CheckpointJob>,
     pub(crate) checkpoint_backoff: Backoff,
     pub(crate) notices_tx: flume::Sender<Notice>,
@@ -182,6 +186,7 @@ impl Core {
             poison_flag,
             reserve_retry_at: Instant::now(),
             waiters: Waiters::default(),
+            refills: Refills::default(),
             checkpoint: None,
             checkpoint_backoff: Backoff::new(backoff_min, backoff_max),
             notices_tx,
@@ -255,6 +260,9 @@ impl Core {
         if let Some(at) = self.state.next_timer() {
             d = d.min(at.since(self.clock.now()));
         }
+        if let Some(at) = self.refills.next() {
+            d = d.min(at.since(self.clock.now()));
+        }
         if let Some(at) = self.waiters.next_deadline() {
             d = d.min(at.saturating_duration_since(Instant::now()));
         }
@@ -292,6 +300,9 @@ impl Core {
         let now = self.last_now;
         for queue in &mut self.state.queues {
             queue.keys.sweep(now);
+        }
+        for q in self.refills.take_due(now) {
+            self.state.wake(q);
         }
         self.serve_waiters();
         self.fresh.clear();

@@ -104,9 +104,13 @@ impl State {
             }
             Op::PutQueue { queue, settings } => {
                 let q = self.ensure_queue(queue, || settings.clone());
-                let resumed = self.queue(q).settings.paused && !settings.paused;
-                self.queue_mut(q).settings = settings.clone();
-                if resumed {
+                let old = &self.queue(q).settings;
+                // A resume, or limits that changed, may let waiting claims in.
+                let resumed = old.paused && !settings.paused;
+                let limits =
+                    (old.rate_limit, old.max_leased) != (settings.rate_limit, settings.max_leased);
+                self.queue_mut(q).set_settings(settings.clone());
+                if resumed || limits {
                     self.wake(q);
                 }
             }

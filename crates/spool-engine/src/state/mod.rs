@@ -265,6 +265,11 @@ impl State {
                 if let Some(at) = lease_expiry {
                     self.leases.remove(&(at, id));
                 }
+                // A freed slot may let a claim waiting on a full queue in.
+                if queue.settings.max_leased.is_some() && !queue.woken {
+                    queue.woken = true;
+                    self.woken.push(q);
+                }
             }
             TaskState::Dead => {}
         }

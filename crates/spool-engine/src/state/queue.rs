@@ -1,11 +1,16 @@
-//! One queue's settings and indexes.
+//! One queue's settings and indexes, and the claim limits it enforces.
+//!
+//! A rate-limited queue's token bucket lives here in memory only: it is
+//! not logged, so a restart starts it full (docs/spec.md §9). Tasks leased
+//! at once are the leased count, which the core keeps current by writing
+//! expired leases down before every job.
 
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use hashbrown::HashMap;
-use spool_core::{QueueName, QueueSettings, StateCounts, TaskState, Timestamp};
+use spool_core::{QueueName, QueueSettings, StateCounts, TaskState, Timestamp, TokenBucket};
 
 use super::keys::KeyTable;
 use super::ready::ReadyIndex;
@@ -29,6 +34,9 @@ pub(crate) struct QueueState {
     pub keys: KeyTable,
     /// Set when a task became ready since the core last served waiters.
     pub woken: bool,
+    /// The rate limit's tokens; `None` until the limit is first used (a
+    /// full bucket).
+    bucket: Option<TokenBucket>,
 }
 
 impl QueueState {
@@ -43,7 +51,48 @@ impl QueueState {
             kinds: HashMap::new(),
             keys: KeyTable::default(),
             woken: false,
+            bucket: None,
         }
+    }
+
+    /// How many tasks a claim may take now under the queue's limits.
+    pub(crate) fn allowance(&mut self, now: Timestamp) -> u32 {
+        let mut n = u32::MAX;
+        if let Some(max) = self.settings.max_leased {
+            let leased = u32::try_from(self.counts.leased).unwrap_or(u32::MAX);
+            n = n.min(max.saturating_sub(leased));
+        }
+        if let Some(limit) = self.settings.rate_limit {
+            let bucket = self
+                .bucket
+                .get_or_insert_with(|| TokenBucket::full(&limit, now));
+            n = n.min(bucket.available(&limit, now));
+        }
+        n
+    }
+
+    /// Counts `n` tasks a claim took against the rate limit.
+    pub(crate) fn took(&mut self, n: u32, now: Timestamp) {
+        if let (Some(limit), Some(bucket)) = (self.settings.rate_limit, self.bucket.as_mut()) {
+            bucket.take(&limit, now, n);
+        }
+    }
+
+    /// How long until the rate limit allows another task, when it allows
+    /// none now.
+    pub(crate) fn refill_in(&mut self, now: Timestamp) -> Option<Duration> {
+        let limit = self.settings.rate_limit?;
+        let bucket = self.bucket.as_mut()?;
+        Some(bucket.next_token_in(&limit, now)).filter(|d| !d.is_zero())
+    }
+
+    /// New settings. A rate limit that is new or changed starts with a
+    /// full bucket (docs/spec.md §4).
+    pub(crate) fn set_settings(&mut self, settings: QueueSettings) {
+        if settings.rate_limit != self.settings.rate_limit {
+            self.bucket = None;
+        }
+        self.settings = settings;
     }
 
     pub(crate) fn count(&mut self, kind: u32, state: TaskState, delta: i64) {

@@ -8,7 +8,9 @@
 //! that took a full batch rings the doorbell again: more may be ready.
 //!
 //! How the statement runs depends on [`ClaimStrategy`]: directly, or under
-//! the per-queue lock of [`crate::ops::claim_lock`].
+//! the per-queue lock of [`crate::ops::claim_lock`]; for a queue with
+//! limits, as [`crate::ops::claim_limits`] says, and a waiting claim that
+//! the limits held back also wakes when they may let it in.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
@@ -23,6 +25,7 @@ use crate::config::ClaimStrategy;
 use crate::db::{Db, Params};
 use crate::error::{corrupt, db};
 use crate::floor::Key;
+use crate::ops::claim_limits::says_limited;
 use crate::row::StoredTask;
 use crate::values::millis;
 
@@ -70,7 +73,7 @@ impl Backend {
         req.validate()?;
         let lease_ms = req.lease.map(|l| millis("lease_ms", l)).transpose()?;
         if req.wait.is_zero() {
-            return self.claim_once(&req, lease_ms).await;
+            return Ok(self.claim_once(&req, lease_ms).await?.0);
         }
         let deadline = Instant::now() + req.wait;
         let bell = self.wakeups.bell(req.queue.as_str());
@@ -78,7 +81,7 @@ impl Backend {
             let woken = bell.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let tasks = self.claim_once(&req, lease_ms).await?;
+            let (tasks, recheck) = self.claim_once(&req, lease_ms).await?;
             let now = Instant::now();
             if !tasks.is_empty() || now >= deadline {
                 if tasks.len() == req.max as usize {
@@ -90,6 +93,9 @@ impl Backend {
             if let Some(due) = self.next_due(&req).await? {
                 until = until.min(now + due);
             }
+            if let Some(recheck) = recheck {
+                until = until.min(now + recheck);
+            }
             tokio::select! {
                 () = &mut woken => {}
                 () = tokio::time::sleep_until(until) => {}
@@ -97,12 +103,15 @@ impl Backend {
         }
     }
 
-    /// One claim statement; counts what it claimed towards the next vacuum.
+    /// One claim statement (a limited claim's transaction, for a queue
+    /// with limits); counts what it claimed towards the next vacuum.
+    /// Answers the tasks, and, when the queue's limits held the claim
+    /// back, how long until they may let it take something.
     async fn claim_once(
         &self,
         req: &ClaimRequest,
         lease_ms: Option<i64>,
-    ) -> Result<Vec<Task>, StoreError> {
+    ) -> Result<(Vec<Task>, Option<Duration>), StoreError> {
         let max = i64::from(req.max);
         let tokens = fresh_tokens(req.max);
         let queue = req.queue.as_str();
@@ -117,14 +126,22 @@ impl Backend {
             &floor_priority,
             &floor_run_at,
         ];
-        let rows = match self.config.claim {
-            ClaimStrategy::SkipLocked => match self.client().await {
-                Ok(client) => client.query(&self.sql.claim, params).await.map_err(db),
-                Err(e) => Err(e),
-            },
-            ClaimStrategy::GlobalLock => self.claim_under_lock(params).await,
+        let rows = if self.limited.contains(queue) {
+            self.claim_limited(queue, params).await
+        } else {
+            let rows = match self.config.claim {
+                ClaimStrategy::SkipLocked => match self.client().await {
+                    Ok(client) => client.query(&self.sql.claim, params).await.map_err(db),
+                    Err(e) => Err(e),
+                },
+                ClaimStrategy::GlobalLock => self.claim_under_lock(params).await,
+            };
+            match rows {
+                Ok(rows) if says_limited(&rows)? => self.claim_limited(queue, params).await,
+                other => other.map(|rows| (rows, None)),
+            }
         };
-        let rows = match rows {
+        let (rows, recheck) = match rows {
             Ok(rows) => rows,
             Err(e) => {
                 // It may have locked rows, and left them behind the floor.
@@ -138,7 +155,7 @@ impl Backend {
         let claimed = claimed_in_order(&rows)?;
         self.claimed_since_vacuum
             .fetch_add(claimed.len() as u64, Ordering::Relaxed);
-        Ok(claimed)
+        Ok((claimed, recheck))
     }
 
     /// How long until the queue's next scheduled task is due, if any.

@@ -136,16 +136,17 @@ impl Backend {
         let id = self.resolve(&task).await?;
         let client = self.client().await?;
         let rows = client.query(&self.sql.cancel, &[&id]).await.map_err(db)?;
-        let deleted: i64 = rows
-            .first()
-            .ok_or_else(|| corrupt("no count"))?
-            .try_get(0)
-            .map_err(corrupt)?;
+        drop(client);
+        let row = rows.first().ok_or_else(|| corrupt("no count"))?;
+        let deleted: i64 = row.try_get(0).map_err(corrupt)?;
         if deleted == 0 {
             return Err(StoreError::NotFound);
         }
         // The holder of its lease, in any process, is waiting to hear.
         self.notify(CANCELS, Ready::Anywhere);
+        if let Some(queue) = row.try_get::<_, Option<&str>>("freed").map_err(corrupt)? {
+            self.notify(queue, Ready::Anywhere);
+        }
         Ok(())
     }
 

@@ -111,6 +111,12 @@ impl Backend {
                 rows.len()
             )));
         }
+        drop(client);
+        for row in &rows {
+            if let Some(queue) = row.try_get::<_, Option<&str>>("freed").map_err(corrupt)? {
+                self.notify(queue, Ready::Anywhere);
+            }
+        }
         rows.iter()
             .map(|row| {
                 let outcome: &str = row.try_get(0).map_err(corrupt)?;
@@ -223,11 +229,20 @@ impl Backend {
     }
 
     /// The task a lease holder's write answered; wakes its queue's waiters
-    /// if it became ready, or tells why the write matched nothing.
+    /// if it became ready or its lease's end freed a slot (a statement that
+    /// ends leases says `frees_slot`), or tells why the write matched
+    /// nothing.
     async fn after_write(&self, id: TaskId, rows: &[Row]) -> Result<Task, StoreError> {
+        let frees_slot = match rows.first() {
+            Some(row) if row.columns().iter().any(|c| c.name() == "frees_slot") => row
+                .try_get::<_, Option<bool>>("frees_slot")
+                .map_err(corrupt)?
+                .unwrap_or(false),
+            _ => false,
+        };
         match one_task(rows)? {
             Some(task) => {
-                if task.state == TaskState::Ready {
+                if task.state == TaskState::Ready || frees_slot {
                     self.notify(task.queue.as_str(), Ready::Anywhere);
                 }
                 Ok(task)

@@ -4,7 +4,7 @@
 //! lock, so every other change of the queue (a pause on another node
 //! included) lands wholly before or wholly after it.
 
-use spool_core::{QueueChange, QueueName, QueueSettings, StoreError, Timestamp};
+use spool_core::{QueueChange, QueueName, QueueSettings, RateLimit, StoreError, Timestamp};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
@@ -25,6 +25,10 @@ pub(crate) struct SettingsParams {
     dedup_window_ms: i64,
     max_payload: i64,
     paused: bool,
+    rate_limit: Option<i32>,
+    rate_period_ms: Option<i64>,
+    rate_burst: Option<i32>,
+    max_leased: Option<i32>,
 }
 
 impl SettingsParams {
@@ -48,6 +52,21 @@ impl SettingsParams {
             &self.paused,
         ]
     }
+
+    /// The limits, in the order of `put_queue.sql`'s last parameters.
+    fn limit_params(&self) -> [&(dyn ToSql + Sync); 4] {
+        [
+            &self.rate_limit,
+            &self.rate_period_ms,
+            &self.rate_burst,
+            &self.max_leased,
+        ]
+    }
+}
+
+/// A count from the settings as a column value.
+fn int(what: &str, n: u32) -> Result<i32, StoreError> {
+    i32::try_from(n).map_err(|_| StoreError::bad_request(format!("{what} is too large")))
 }
 
 /// Validates `s` and lays it out as column values.
@@ -67,7 +86,28 @@ pub(crate) fn settings_params(
         max_payload: i64::try_from(s.max_payload)
             .map_err(|_| StoreError::bad_request("max_payload is too large"))?,
         paused: s.paused,
+        rate_limit: s
+            .rate_limit
+            .map(|r| int("rate_limit.limit", r.limit))
+            .transpose()?,
+        rate_period_ms: s
+            .rate_limit
+            .map(|r| millis("rate_limit.period_ms", r.period))
+            .transpose()?,
+        rate_burst: s
+            .rate_limit
+            .map(|r| int("rate_limit.burst", r.burst))
+            .transpose()?,
+        max_leased: s.max_leased.map(|n| int("max_leased", n)).transpose()?,
     })
+}
+
+/// A count read back from a column: never negative (the table's checks).
+fn count(row: &Row, column: &str) -> Result<Option<u32>, StoreError> {
+    row.try_get::<_, Option<i32>>(column)
+        .map_err(corrupt)?
+        .map(|n| u32::try_from(n).map_err(corrupt))
+        .transpose()
 }
 
 fn settings_from(row: &Row) -> Result<QueueSettings, StoreError> {
@@ -82,6 +122,15 @@ fn settings_from(row: &Row) -> Result<QueueSettings, StoreError> {
         max_payload: u64::try_from(row.try_get::<_, i64>("max_payload").map_err(corrupt)?)
             .map_err(corrupt)?,
         paused: row.try_get("paused").map_err(corrupt)?,
+        rate_limit: match (count(row, "rate_limit")?, count(row, "rate_burst")?) {
+            (Some(limit), Some(burst)) => Some(RateLimit {
+                limit,
+                period: ms("rate_period_ms")?,
+                burst,
+            }),
+            _ => None,
+        },
+        max_leased: count(row, "max_leased")?,
     })
 }
 
@@ -129,9 +178,9 @@ impl Backend {
         };
         let settings = change.apply(current)?;
         let p = settings_params(queue, &settings)?;
-        tx.query(&self.sql.put_queue, &p.as_params())
-            .await
-            .map_err(db)?;
+        let params: Vec<&(dyn ToSql + Sync)> =
+            p.as_params().into_iter().chain(p.limit_params()).collect();
+        tx.query(&self.sql.put_queue, &params).await.map_err(db)?;
         tx.commit().await.map_err(db)?;
         drop(client);
         if !settings.paused {

@@ -11,6 +11,7 @@ mod common;
 mod ack_race;
 mod conformance;
 mod held_horizon;
+mod limits;
 mod migrate;
 mod queues;
 mod restart;

@@ -42,14 +42,13 @@ async fn concurrent_starters_migrate_once() {
             tokio::spawn(connect(config))
         })
         .collect();
+    // Versions 1 to 8, each applied once.
+    let every_version_once: Vec<(i32, i64)> = (1..=8).map(|v| (v, 1)).collect();
     let mut stores = Vec::new();
     for s in starters {
         stores.push(s.await.expect("every starter connects"));
     }
-    assert_eq!(
-        versions(&schema).await,
-        vec![(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (7, 1)]
-    );
+    assert_eq!(versions(&schema).await, every_version_once);
 
     // Every starter sees a working schema.
     for store in &stores {
@@ -58,10 +57,7 @@ async fn concurrent_starters_migrate_once() {
     // A later start finds nothing to do.
     drop(stores);
     connect(test_config(&schema)).await;
-    assert_eq!(
-        versions(&schema).await,
-        vec![(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (7, 1)]
-    );
+    assert_eq!(versions(&schema).await, every_version_once);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,8 +170,21 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(7, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(8, 1)));
     let q = QueueName::new("kept").unwrap();
+    // Migration 8 keeps the queue's settings, and gives it no limits.
+    let kept = spool_core::QueueSettings {
+        lease: std::time::Duration::from_secs(30),
+        max_attempts: 3,
+        backoff_base: std::time::Duration::from_secs(1),
+        backoff_max: std::time::Duration::from_secs(3600),
+        dedup_window: std::time::Duration::from_secs(60),
+        max_payload: 1024 * 1024,
+        paused: false,
+        rate_limit: None,
+        max_leased: None,
+    };
+    assert_eq!(new.get_queue(&q).await.unwrap(), kept);
     let again = new
         .enqueue(
             &q,

@@ -1,6 +1,7 @@
 //! `/queues/{queue}`: a queue's tasks by state, most attempts first, a page
 //! at a time (the store's cursor); and its actions: pause, resume, retry
-//! every dead task.
+//! every dead task. It also shows the queue's claim limits and their use
+//! (tasks leased of its max_leased).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -8,7 +9,8 @@ use axum::response::Response;
 use maud::{html, Markup};
 use serde::Deserialize;
 use spool_core::{
-    ListOrder, ListRequest, QueueName, QueueStats, StoreError, Task, TaskState, Timestamp,
+    ListOrder, ListRequest, QueueName, QueueSettings, QueueStats, StoreError, Task, TaskState,
+    Timestamp,
 };
 
 use super::error::PageError;
@@ -37,6 +39,25 @@ pub(super) struct QueueQuery {
 }
 
 type PathIn = Result<ApiPath<QueueName>, ApiError>;
+
+/// The queue's claim limits, and how much of max_leased is in use.
+fn limits(s: &QueueSettings, q: &QueueStats) -> Markup {
+    html! {
+        @if s.rate_limit.is_some() || s.max_leased.is_some() {
+            p.limits {
+                @if let Some(r) = &s.rate_limit {
+                    "Rate limit: " (text::count(u64::from(r.limit))) " per "
+                    (text::duration(r.period)) ", in bursts of at most "
+                    (text::count(u64::from(r.burst))) ". "
+                }
+                @if let Some(max) = s.max_leased {
+                    "Leased: " (text::count(q.counts.leased)) " of at most "
+                    (text::count(u64::from(max))) "."
+                }
+            }
+        }
+    }
+}
 
 pub(super) async fn page(
     State(st): State<AppState>,
@@ -67,6 +88,7 @@ pub(super) async fn page(
         cursor: cursor.clone(),
     };
     let tasks = st.call(st.store().list(req)).await?;
+    let settings = st.call(st.store().get_queue(&name)).await?;
     let now = st.call(st.store().now()).await?;
     let flash = match q.done.as_deref() {
         Some("paused") => {
@@ -93,6 +115,7 @@ pub(super) async fn page(
         @if queue.paused {
             p.notice { "This queue is paused: claims get nothing; enqueues still work." }
         }
+        (limits(&settings, &queue))
         (tabs(&queue, state))
         @if state == Some(TaskState::Dead) && queue.counts.dead > 0 {
             form.inline method="post" action=(links::queue_action(&name, "retry")) {

@@ -7,8 +7,8 @@
 
 use axum::extract::State;
 use axum::Json;
-use spool_core::wire::{SettingsBody, SettingsJson};
-use spool_core::{QueueChange, QueueName, StoreError};
+use spool_core::wire::{RateLimitJson, SettingsBody, SettingsJson};
+use spool_core::{QueueChange, QueueName, RateLimit, StoreError};
 
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath};
@@ -27,6 +27,20 @@ fn change(body: SettingsBody) -> Result<QueueChange, StoreError> {
         dedup_window: ms("dedup_window_ms", body.dedup_window_ms)?,
         max_payload: body.max_payload,
         paused: body.paused,
+        rate_limit: body
+            .rate_limit
+            .map(|limit| limit.map(rate_limit).transpose())
+            .transpose()?,
+        max_leased: body.max_leased,
+    })
+}
+
+/// A rate limit as the body gives it; its bounds are the store's to check.
+fn rate_limit(r: RateLimitJson) -> Result<RateLimit, StoreError> {
+    Ok(RateLimit {
+        limit: r.limit,
+        period: wire::duration_ms("rate_limit.period_ms", r.period_ms)?,
+        burst: r.burst,
     })
 }
 

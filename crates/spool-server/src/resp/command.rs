@@ -502,6 +502,17 @@ impl Args<'_> {
             .map_err(|_| StoreError::bad_request(format!("{what} must be UTF-8 text")))
     }
 
+    /// Takes the next argument if it is `OFF` (in any case): a setting
+    /// removed.
+    pub(super) fn off(&mut self) -> bool {
+        let off = self
+            .rest
+            .get(self.at)
+            .is_some_and(|b| b.eq_ignore_ascii_case(b"OFF"));
+        self.at += usize::from(off);
+        off
+    }
+
     pub(super) fn number(&mut self, what: &str) -> Result<u64, StoreError> {
         let b = self.bytes()?;
         std::str::from_utf8(&b)

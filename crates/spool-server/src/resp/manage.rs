@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use spool_core::store::MAX_LIST_LIMIT;
 use spool_core::{
-    Cadence, Kind, ListOrder, ListRequest, QueueChange, QueueName, ScheduleSpec, StoreError,
-    TaskState, Timestamp,
+    Cadence, Kind, ListOrder, ListRequest, QueueChange, QueueName, RateLimit, ScheduleSpec,
+    StoreError, TaskState, Timestamp,
 };
 
 use super::command::{payload_as, Args};
@@ -104,8 +104,27 @@ fn list(a: &mut Args<'_>) -> Result<Manage, StoreError> {
     Ok(Manage::List(req))
 }
 
+/// A count that must fit a `u32`.
+fn count32(a: &mut Args<'_>, what: &str) -> Result<u32, StoreError> {
+    u32::try_from(a.number(what)?)
+        .map_err(|_| StoreError::bad_request(format!("{what} is too large")))
+}
+
+/// `RATELIMIT limit period_ms burst`, or `RATELIMIT OFF`.
+fn rate_limit(a: &mut Args<'_>) -> Result<Option<RateLimit>, StoreError> {
+    if a.off() {
+        return Ok(None);
+    }
+    Ok(Some(RateLimit {
+        limit: count32(a, "RATELIMIT limit")?,
+        period: wire::duration_ms("rate_limit.period_ms", a.number("RATELIMIT period_ms")?)?,
+        burst: count32(a, "RATELIMIT burst")?,
+    }))
+}
+
 /// `QUEUE SET queue [LEASE ms] [MAXATTEMPTS n] [BACKOFFBASE ms]
-/// [BACKOFFMAX ms] [DEDUPWINDOW ms] [MAXPAYLOAD bytes] [PAUSED 0|1]`.
+/// [BACKOFFMAX ms] [DEDUPWINDOW ms] [MAXPAYLOAD bytes] [PAUSED 0|1]
+/// [RATELIMIT limit period_ms burst | RATELIMIT OFF] [MAXLEASED n | OFF]`.
 fn queue_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
     let queue = a.queue()?;
     let mut change = QueueChange::default();
@@ -137,6 +156,14 @@ fn queue_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
                 )?)
             }
             b"MAXPAYLOAD" => change.max_payload = Some(a.number("MAXPAYLOAD")?),
+            b"RATELIMIT" => change.rate_limit = Some(rate_limit(a)?),
+            b"MAXLEASED" => {
+                change.max_leased = Some(if a.off() {
+                    None
+                } else {
+                    Some(count32(a, "MAXLEASED")?)
+                })
+            }
             b"PAUSED" => {
                 change.paused = Some(match a.bytes()?.as_ref() {
                     b"0" => false,

@@ -130,6 +130,20 @@ pub(super) fn settings(s: &QueueSettings) -> Reply {
         ("dedup_window_ms", ms(s.dedup_window)),
         ("max_payload", count(s.max_payload)),
         ("paused", Reply::Bool(s.paused)),
+        (
+            "rate_limit",
+            or_null(s.rate_limit, |r| {
+                Reply::Array(vec![
+                    Reply::Int(i64::from(r.limit)),
+                    ms(r.period),
+                    Reply::Int(i64::from(r.burst)),
+                ])
+            }),
+        ),
+        (
+            "max_leased",
+            or_null(s.max_leased, |n| Reply::Int(i64::from(n))),
+        ),
     ])
 }
 

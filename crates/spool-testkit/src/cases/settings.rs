@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use spool_core::{ListRequest, QueueChange, QueueSettings, StoreError, TaskState};
+use spool_core::{ListRequest, QueueChange, QueueSettings, RateLimit, StoreError, TaskState};
 
 use crate::arrange::*;
 use crate::check::*;
@@ -19,6 +19,12 @@ fn custom() -> QueueSettings {
         dedup_window: Duration::from_secs(61),
         max_payload: 4096,
         paused: true,
+        rate_limit: Some(RateLimit {
+            limit: 50,
+            period: Duration::from_secs(2),
+            burst: 5,
+        }),
+        max_leased: Some(7),
     }
 }
 
@@ -61,6 +67,26 @@ pub async fn invalid_queue_settings_are_refused(fx: Fixture) {
         },
         QueueSettings {
             max_payload: 64 * 1024 * 1024 + 1,
+            ..custom()
+        },
+        QueueSettings {
+            max_leased: Some(0),
+            ..custom()
+        },
+        QueueSettings {
+            rate_limit: Some(RateLimit {
+                limit: 1,
+                period: Duration::from_secs(1),
+                burst: 0,
+            }),
+            ..custom()
+        },
+        QueueSettings {
+            rate_limit: Some(RateLimit {
+                limit: 0,
+                period: Duration::from_secs(1),
+                burst: 1,
+            }),
             ..custom()
         },
     ];

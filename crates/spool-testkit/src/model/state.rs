@@ -13,7 +13,7 @@ use spool_core::{
     backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, KindCounts, Lease, LeaseToken,
     ListOrder, ListRequest, NewTask, Payload, QueueChange, QueueName, QueueSettings, QueueStats,
     Schedule, ScheduleSpec, StoreError, Task, TaskId, TaskKey, TaskPage, TaskPatch, TaskRef,
-    TaskState, Timestamp, TraceParent,
+    TaskState, Timestamp, TokenBucket, TraceParent,
 };
 
 /// Where a task waits in its queue's claim order.
@@ -37,6 +37,9 @@ pub(super) struct State {
     leases: BTreeSet<(Timestamp, TaskId)>,
     keys: HashMap<(QueueName, TaskKey), KeyEntry>,
     schedules: BTreeMap<Kind, Schedule>,
+    /// Rate-limited queues' tokens, from their first claim on; a new or
+    /// changed rate limit starts full.
+    buckets: HashMap<QueueName, TokenBucket>,
 }
 
 fn slot(t: &Task) -> Slot {
@@ -164,15 +167,36 @@ impl State {
         if settings.paused {
             return Vec::new();
         }
+        let mut max = req.max;
+        if let Some(limit) = settings.max_leased {
+            let leased = self
+                .tasks
+                .values()
+                .filter(|t| t.queue == req.queue && t.state == TaskState::Leased)
+                .count();
+            max = max.min(limit.saturating_sub(u32::try_from(leased).unwrap_or(u32::MAX)));
+        }
+        if let Some(limit) = &settings.rate_limit {
+            let bucket = self
+                .buckets
+                .entry(req.queue.clone())
+                .or_insert_with(|| TokenBucket::full(limit, now));
+            max = max.min(bucket.available(limit, now));
+        }
         let lo = (req.queue.clone(), i16::MIN, Timestamp::MIN, TaskId(0));
         let due: Vec<Slot> = self
             .waiting
             .range(lo..)
             .take_while(|s| s.0 == req.queue)
             .filter(|s| s.2 <= now)
-            .take(req.max as usize)
+            .take(max as usize)
             .cloned()
             .collect();
+        if let (Some(limit), Some(bucket)) =
+            (&settings.rate_limit, self.buckets.get_mut(&req.queue))
+        {
+            bucket.take(limit, now, u32::try_from(due.len()).unwrap_or(u32::MAX));
+        }
         let mut claimed = Vec::with_capacity(due.len());
         for s in due {
             self.waiting.remove(&s);
@@ -467,7 +491,11 @@ impl State {
         change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
         let current = self.queues.get(q).cloned().unwrap_or_default();
+        let was = current.rate_limit;
         let settings = change.apply(current)?;
+        if settings.rate_limit != was {
+            self.buckets.remove(q);
+        }
         self.queues.insert(q.clone(), settings.clone());
         Ok(settings)
     }

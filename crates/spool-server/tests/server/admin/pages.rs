@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use spool_core::{Cadence, Kind, Payload, QueueName, ScheduleSpec};
+use spool_core::{
+    Cadence, ClaimRequest, Kind, Payload, QueueChange, QueueName, RateLimit, ScheduleSpec,
+};
 
 use crate::admin::support::Admin;
 
@@ -93,6 +95,47 @@ async fn a_queue_lists_its_tasks_by_attempts_descending() {
     assert!(dead_only.text.contains("Retry 1 dead task"));
     let ready_only = s.get("/queues/work?state=ready").await;
     assert_eq!(ready_only.task_ids().len(), 3);
+}
+
+#[tokio::test]
+async fn a_queue_shows_its_limits_and_their_use() {
+    let s = Admin::open().await;
+    let q = QueueName::new("metered").unwrap();
+    let change = QueueChange {
+        rate_limit: Some(Some(RateLimit {
+            limit: 100,
+            period: Duration::from_secs(1),
+            burst: 20,
+        })),
+        max_leased: Some(Some(5)),
+        ..QueueChange::default()
+    };
+    s.store.put_queue(&q, change).await.unwrap();
+    for _ in 0..3 {
+        s.enqueue("metered", None, Payload::json(&b"1"[..])).await;
+    }
+    s.enqueue("other", None, Payload::json(&b"1"[..])).await;
+    let claimed = s
+        .store
+        .claim(ClaimRequest::new(q, "w").max(2))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 2);
+    let page = s.get("/queues/metered").await;
+    page.assert_page(200);
+    assert!(
+        page.text
+            .contains("Rate limit: 100 per 1 s, in bursts of at most 20."),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text.contains("Leased: 2 of at most 5."),
+        "{}",
+        page.text
+    );
+    let plain = s.get("/queues/other").await;
+    assert!(!plain.text.contains("Rate limit"));
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::support::TestServer;
+use crate::api::support::TestServer;
 
 #[tokio::test]
 async fn lost_leases_are_answered_at_once_in_request_order() {

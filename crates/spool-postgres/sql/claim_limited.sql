@@ -1,0 +1,67 @@
+-- Claims from a queue with limits (docs/spec.md §4): at most $3 tasks, at
+-- most the whole tokens of its rate limit's bucket, and at most max_leased
+-- less the leases live now. Same parameters as claim.sql. It runs in a
+-- transaction that holds the queue row's lock (lock_limited_queue.sql),
+-- so its snapshot, taken after the lock was granted, sees every token
+-- spent and every task leased by the claims before it, on any node.
+--
+-- The bucket refills continuously, rate_limit tokens per rate_period_ms,
+-- up to rate_burst, from rate_refilled_at to this statement's start (a
+-- lock wait does not count twice); the tokens claimed are taken out.
+-- Live leases are counted on tasks_leased, at most max_leased rows: a
+-- lease past its expiry frees its slot at once, written down or not.
+--
+-- Answers what claim.sql answers, each row also with `refill_ms` (how long
+-- until the bucket holds a whole token again, 0 if it does; NULL without
+-- a rate limit) and `expiry_ms` (with max_leased reached, how long until
+-- the first live lease runs out): when a waiting claim should look again.
+WITH b AS (
+    SELECT id, lease_ms, rate_limit, rate_period_ms, rate_burst, max_leased, at,
+           CASE WHEN rate_limit IS NOT NULL THEN LEAST(
+               rate_burst::double precision,
+               COALESCE(rate_tokens, rate_burst)
+                   + GREATEST(0, EXTRACT(EPOCH FROM at - rate_refilled_at)::double precision * 1000)
+                     * rate_limit / rate_period_ms)
+           END AS tokens
+    FROM {schema}.queues,
+         LATERAL (SELECT date_trunc('milliseconds', statement_timestamp()) AS at) t
+    WHERE name = $1 AND NOT paused
+), live AS (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM {schema}.tasks
+        WHERE queue_id = (SELECT id FROM b) AND state = 'leased'
+          AND lease_expires_at > (SELECT at FROM b)
+        LIMIT COALESCE((SELECT max_leased FROM b), 0)
+    ) l
+), q AS (
+    SELECT id, lease_ms, limited, allowance, allowance > 0 AS may_claim FROM (
+        SELECT id, lease_ms,
+               (rate_limit IS NOT NULL OR max_leased IS NOT NULL) AS limited,
+               LEAST(
+                   $3::bigint,
+                   COALESCE(floor(tokens + 1e-9)::bigint, $3::bigint),
+                   COALESCE(max_leased - (SELECT n FROM live), $3::bigint)
+               ) AS allowance
+        FROM b
+    ) x
+), {claim_steps}, spent AS (
+    UPDATE {schema}.queues SET
+        rate_tokens = (SELECT tokens FROM b) - (SELECT count(*) FROM claimed),
+        rate_refilled_at = GREATEST(rate_refilled_at, (SELECT at FROM b))
+    WHERE id = (SELECT id FROM b) AND rate_limit IS NOT NULL
+), waits AS (
+    SELECT
+        CASE WHEN b.rate_limit IS NOT NULL THEN ceil(
+            GREATEST(0, 1 - (b.tokens - (SELECT count(*) FROM claimed)))
+            * b.rate_period_ms / b.rate_limit)::bigint
+        END AS refill_ms,
+        CASE WHEN b.max_leased IS NOT NULL
+                  AND (SELECT n FROM live) + (SELECT count(*) FROM claimed) >= b.max_leased
+        THEN (SELECT ceil(EXTRACT(EPOCH FROM min(lease_expires_at) - b.at) * 1000)::bigint
+              FROM {schema}.tasks
+              WHERE queue_id = b.id AND state = 'leased' AND lease_expires_at > b.at)
+        END AS expiry_ms
+    FROM b
+)
+SELECT a.limited, w.refill_ms, w.expiry_ms, c.*
+FROM q a CROSS JOIN waits w LEFT JOIN claimed c ON true
