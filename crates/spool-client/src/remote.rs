@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::json;
-use spool_core::lease_wait::validate_lease_wait;
+use spool_core::store::validate_lease_wait;
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListOrder, ListRequest, NewTask,
     QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError,

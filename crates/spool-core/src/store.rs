@@ -35,10 +35,30 @@ pub fn validate_batch(tasks: &[NewTask]) -> Result<(), StoreError> {
     tasks.iter().try_for_each(NewTask::validate)
 }
 
+/// Refuses a wait on no leases, on more than [`MAX_LEASE_WAIT`], or for
+/// longer than [`MAX_WAIT`], rather than clamping (docs/spec.md §7.1).
+pub fn validate_lease_wait(leases: usize, wait: Duration) -> Result<(), StoreError> {
+    if leases == 0 || leases > MAX_LEASE_WAIT {
+        return Err(StoreError::bad_request(format!(
+            "leases must hold 1 to {MAX_LEASE_WAIT} items"
+        )));
+    }
+    if wait > MAX_WAIT {
+        return Err(StoreError::bad_request(format!(
+            "wait_ms must be between 0 and {}",
+            MAX_WAIT.as_millis()
+        )));
+    }
+    Ok(())
+}
+
 /// Most tasks one claim may take.
 pub const MAX_CLAIM: u32 = 1000;
 /// Longest long-poll wait of a claim.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// Most leases one wait may ask about.
+pub const MAX_LEASE_WAIT: usize = 10_000;
+
 /// Most tasks one list page may hold.
 pub const MAX_LIST_LIMIT: usize = 1000;
 /// Longest worker id, in bytes.
@@ -360,7 +380,7 @@ pub trait Store: Send + Sync + 'static {
     /// up to `wait` and answers as soon as one is lost, empty when none
     /// was (docs/spec.md §3). A cancel reaches a waiter within 100 ms;
     /// other losses within [`RECHECK`](crate::lease_wait::RECHECK). 1 to
-    /// [`MAX_LEASE_WAIT`](crate::lease_wait::MAX_LEASE_WAIT) leases, a
+    /// [`MAX_LEASE_WAIT`] leases, a
     /// wait of at most [`MAX_WAIT`]; anything else is `bad_request`.
     ///
     /// The default looks with one `get` per lease every 50 ms: correct on
@@ -371,9 +391,9 @@ pub trait Store: Send + Sync + 'static {
         leases: &[(TaskId, LeaseToken)],
         wait: Duration,
     ) -> Result<Vec<TaskId>, StoreError> {
-        crate::lease_wait::validate_lease_wait(leases.len(), wait)?;
+        validate_lease_wait(leases.len(), wait)?;
         crate::lease_wait::wait_until_lost(None, crate::lease_wait::DEFAULT_POLL, wait, || {
-            crate::lease_wait::lost_by_get(self, leases)
+            lost_by_get(self, leases)
         })
         .await
     }
@@ -457,6 +477,27 @@ pub trait Store: Send + Sync + 'static {
 }
 
 /// What a store that keeps no schedules answers to schedule calls.
+/// The default implementation's look: one `get` per lease.
+async fn lost_by_get<S: Store + ?Sized>(
+    store: &S,
+    leases: &[(TaskId, LeaseToken)],
+) -> Result<Vec<TaskId>, StoreError> {
+    let mut lost = Vec::new();
+    for &(id, token) in leases {
+        let held = match store.get(id.into()).await {
+            Ok(task) => {
+                task.state == TaskState::Leased && task.lease.is_some_and(|l| l.token == token)
+            }
+            Err(StoreError::NotFound) => false,
+            Err(e) => return Err(e),
+        };
+        if !held {
+            lost.push(id);
+        }
+    }
+    Ok(lost)
+}
+
 fn schedules_unsupported() -> StoreError {
     StoreError::Unavailable("this store does not keep schedules".into())
 }
@@ -464,6 +505,17 @@ fn schedules_unsupported() -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn out_of_range_waits_are_refused() {
+        let code = |n, w| validate_lease_wait(n, w).map_err(|e| e.code());
+        assert_eq!(code(1, MAX_WAIT), Ok(()));
+        assert_eq!(code(MAX_LEASE_WAIT, Duration::ZERO), Ok(()));
+        assert_eq!(code(0, Duration::ZERO), Err("bad_request"));
+        assert_eq!(code(MAX_LEASE_WAIT + 1, Duration::ZERO), Err("bad_request"));
+        let over = MAX_WAIT + Duration::from_millis(1);
+        assert_eq!(code(1, over), Err("bad_request"));
+    }
 
     #[test]
     fn a_batch_holds_one_to_max_batch_valid_tasks() {

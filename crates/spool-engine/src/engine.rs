@@ -8,7 +8,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use spool_core::lease_wait::{validate_lease_wait, wait_until_lost, RECHECK};
+use spool_core::lease_wait::{wait_until_lost, RECHECK};
+use spool_core::store::validate_lease_wait;
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueChange,
     QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,

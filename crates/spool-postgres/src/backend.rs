@@ -17,8 +17,8 @@ use spool_core::StoreError;
 use crate::config::PgConfig;
 use crate::error;
 use crate::floor::{Floors, Ready};
+use crate::limited::LimitedQueues;
 use crate::notifier::Notifier;
-use crate::ops::claim_limits::LimitedQueues;
 use crate::sql::Sql;
 use crate::wake::Wakeups;
 

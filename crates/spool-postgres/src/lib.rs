@@ -39,6 +39,7 @@ mod error;
 #[cfg(test)]
 mod expire_race;
 mod floor;
+mod limited;
 mod migrate;
 mod notifier;
 mod ops;

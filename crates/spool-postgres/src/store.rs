@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use spool_core::lease_wait::{validate_lease_wait, wait_until_lost, RECHECK};
+use spool_core::lease_wait::{wait_until_lost, RECHECK};
+use spool_core::store::validate_lease_wait;
 use spool_core::{
     ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueChange,
     QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
@@ -27,9 +28,9 @@ use crate::backend::Backend;
 use crate::config::PgConfig;
 use crate::error::PgError;
 use crate::floor::Floors;
+use crate::limited::LimitedQueues;
 use crate::migrate;
 use crate::notifier::{self, Notifier};
-use crate::ops::claim_limits::LimitedQueues;
 use crate::ops::enqueue::{enqueue_on, NotifyIn};
 use crate::rotate;
 use crate::sql::Sql;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::BytesMut;
-use spool_core::lease_wait::validate_lease_wait;
+use spool_core::store::validate_lease_wait;
 use spool_core::task::RunAt;
 use spool_core::time::duration_millis;
 use spool_core::{

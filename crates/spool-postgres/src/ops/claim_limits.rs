@@ -9,11 +9,10 @@
 //! what the turns before it took: the limits hold across nodes, not per
 //! node. Queues without limits never come here: the ordinary claim
 //! statement takes no lock, and answers `limited` for a queue that has
-//! some, which this process then remembers ([`LimitedQueues`]) so its
+//! some, which this process then remembers
+//! ([`LimitedQueues`](crate::limited::LimitedQueues)) so its
 //! next claims there come straight here.
 
-use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use spool_core::StoreError;
@@ -22,29 +21,6 @@ use tokio_postgres::Row;
 use crate::backend::Backend;
 use crate::db::{Db, Params};
 use crate::error::{corrupt, db};
-
-/// The queues this process last saw with limits.
-#[derive(Debug, Default)]
-pub(crate) struct LimitedQueues(Mutex<HashSet<String>>);
-
-impl LimitedQueues {
-    pub(crate) fn contains(&self, queue: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(queue)
-    }
-
-    /// Remembers what a claim statement said of `queue`.
-    pub(crate) fn set(&self, queue: &str, limited: bool) {
-        let mut set = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if limited {
-            set.insert(queue.to_string());
-        } else {
-            set.remove(queue);
-        }
-    }
-}
 
 /// Whether a claim statement's rows say the queue has limits.
 pub(crate) fn says_limited(rows: &[Row]) -> Result<bool, StoreError> {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use spool_core::lease_wait::MAX_LEASE_WAIT;
+use spool_core::store::MAX_LEASE_WAIT;
 use spool_core::{LeaseToken, StoreError, TaskId};
 use tokio::time::Instant;
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use spool_core::lease_wait::validate_lease_wait;
+use spool_core::store::validate_lease_wait;
 use spool_core::{LeaseToken, TaskId};
 use utoipa::ToSchema;
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use spool_core::lease_wait::{validate_lease_wait, MAX_LEASE_WAIT};
 use spool_core::store::{validate_batch, MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORKER_ID};
+use spool_core::store::{validate_lease_wait, MAX_LEASE_WAIT};
 use spool_core::task::RunAt;
 use spool_core::{
     Kind, NewTask, Payload, QueueName, StoreError, TaskId, TaskKey, TaskPatch, TaskRef, Timestamp,

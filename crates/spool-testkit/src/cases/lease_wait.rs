@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use spool_core::lease_wait::MAX_LEASE_WAIT;
+use spool_core::store::MAX_LEASE_WAIT;
 use spool_core::store::MAX_WAIT;
 use spool_core::{LeaseToken, QueueSettings, TaskId, TaskRef};
 
