@@ -90,9 +90,16 @@ async fn check(schema: String) {
     // the moment of a try, which then answers `NotDue`; every try that
     // gets past it must find the report in the way.
     let mut held = 0;
+    let trying = Instant::now();
     while held < 5 {
         match store.backend.rotate().await.unwrap() {
-            Rotation::NotDue => tokio::time::sleep(Duration::from_millis(20)).await,
+            Rotation::NotDue => {
+                assert!(
+                    trying.elapsed() < Duration::from_secs(10),
+                    "the rotation kept answering not due"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             outcome => {
                 assert_eq!(outcome, Rotation::Held);
                 held += 1;
