@@ -240,6 +240,7 @@ impl TaskIn<'_> {
             created_at: time_in("created_at", &self.created_at)?,
             updated_at: time_in("updated_at", &self.updated_at)?,
             traceparent: self.traceparent,
+            group: None, // GROUPS-WIRE
         })
     }
 }

@@ -14,6 +14,7 @@
 pub mod backoff;
 mod crontab;
 pub mod error;
+pub mod groups;
 pub mod lease_wait;
 pub mod limits;
 pub mod names;
@@ -28,8 +29,9 @@ pub mod transition;
 pub mod wire;
 
 pub use error::StoreError;
+pub use groups::GroupStats;
 pub use limits::{RateLimit, TokenBucket};
-pub use names::{Kind, NameError, QueueName, TaskKey};
+pub use names::{Kind, NameError, QueueName, TaskGroup, TaskKey};
 pub use schedule::{Cadence, Schedule, ScheduleSpec};
 pub use settings::{QueueChange, QueueSettings};
 pub use store::{

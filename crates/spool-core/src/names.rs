@@ -1,9 +1,10 @@
-//! Validated names: queues, kinds and idempotency keys.
+//! Validated names: queues, kinds, idempotency keys and task groups.
 //!
 //! A value of these types is valid by construction, so stores and handlers
 //! never re-check it. Queue names and kinds are 1–128 characters of
 //! `[A-Za-z0-9._:-]`; `.` and `..` are refused as queue names because they
-//! would be path segments in URLs. Keys are 1–256 bytes of any UTF-8.
+//! would be path segments in URLs. Keys are 1–256 bytes of any UTF-8, and
+//! groups 1–128 bytes of any UTF-8 (a customer id, an API host).
 
 use std::fmt;
 use std::sync::Arc;
@@ -16,11 +17,12 @@ pub enum NameError {
     /// Empty, or longer than the most allowed.
     #[error("{what} must be 1 to {max} characters long, got {len}")]
     Length {
-        /// What was being named: `queue name`, `kind` or `key`.
+        /// What was being named: `queue name`, `kind`, `key` or `group`.
         what: &'static str,
-        /// The most allowed: 128 for names, 256 for keys.
+        /// The most allowed: 128 for names and groups, 256 for keys.
         max: usize,
-        /// The length found: in characters for names, in bytes for keys.
+        /// The length found: in characters for names, in bytes for keys
+        /// and groups.
         len: usize,
     },
     /// A character outside `[A-Za-z0-9._:-]`.
@@ -38,6 +40,7 @@ pub enum NameError {
 
 const NAME_MAX: usize = 128;
 const KEY_MAX: usize = 256;
+const GROUP_MAX: usize = 128;
 
 fn check_charset(what: &'static str, s: &str) -> Result<(), NameError> {
     if s.is_empty() || s.len() > NAME_MAX {
@@ -125,6 +128,11 @@ string_newtype!(
     /// An idempotency key, unique per queue (docs/spec.md §3.1).
     TaskKey
 );
+string_newtype!(
+    /// The group a task belongs to inside its queue, for per-group
+    /// concurrency and fair claims (docs/spec.md §4).
+    TaskGroup
+);
 
 impl QueueName {
     /// Checks a queue name: 1–128 characters of `[A-Za-z0-9._:-]`, neither
@@ -174,6 +182,25 @@ impl TaskKey {
     }
 }
 
+impl TaskGroup {
+    /// Checks a group: 1–128 bytes of any UTF-8, neither `.` nor `..`
+    /// (a group is a URL path segment in the admin page's links).
+    pub fn new(s: impl Into<String>) -> Result<Self, NameError> {
+        let s = s.into();
+        if s.is_empty() || s.len() > GROUP_MAX {
+            return Err(NameError::Length {
+                what: "group",
+                max: GROUP_MAX,
+                len: s.len(),
+            });
+        }
+        if s == "." || s == ".." {
+            return Err(NameError::Reserved(s));
+        }
+        Ok(TaskGroup(Arc::from(s)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +217,15 @@ mod tests {
             QueueName::new(".."),
             Err(NameError::Reserved("..".to_string()))
         );
+    }
+
+    #[test]
+    fn groups_are_bounded_in_bytes() {
+        assert!(TaskGroup::new("customer:42 ü").is_ok());
+        assert!(TaskGroup::new("g".repeat(128)).is_ok());
+        assert!(TaskGroup::new("g".repeat(129)).is_err());
+        assert!(TaskGroup::new("").is_err());
+        assert!(TaskGroup::new("..").is_err());
     }
 
     #[test]

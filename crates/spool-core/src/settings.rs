@@ -38,6 +38,10 @@ pub struct QueueSettings {
     /// At most so many tasks leased at once, across every worker and
     /// process; `None`: no limit.
     pub max_leased: Option<u32>,
+    /// At most so many tasks of one group leased at once, across every
+    /// worker and process; `None`: no limit. Tasks without a group are not
+    /// bound by it.
+    pub group_concurrency: Option<u32>,
 }
 
 impl Default for QueueSettings {
@@ -52,6 +56,7 @@ impl Default for QueueSettings {
             paused: false,
             rate_limit: None,
             max_leased: None,
+            group_concurrency: None,
         }
     }
 }
@@ -89,6 +94,9 @@ impl QueueSettings {
         if self.max_leased == Some(0) {
             return bad("max_leased must be at least 1 (or null for no limit)");
         }
+        if self.group_concurrency == Some(0) {
+            return bad("group_concurrency must be at least 1 (or null for no limit)");
+        }
         Ok(())
     }
 }
@@ -117,6 +125,9 @@ pub struct QueueChange {
     pub rate_limit: Option<Option<RateLimit>>,
     /// A new [`QueueSettings::max_leased`]: `Some(None)` removes the limit.
     pub max_leased: Option<Option<u32>>,
+    /// A new [`QueueSettings::group_concurrency`]: `Some(None)` removes the
+    /// limit.
+    pub group_concurrency: Option<Option<u32>>,
 }
 
 impl QueueChange {
@@ -133,6 +144,9 @@ impl QueueChange {
             paused: self.paused.unwrap_or(current.paused),
             rate_limit: self.rate_limit.unwrap_or(current.rate_limit),
             max_leased: self.max_leased.unwrap_or(current.max_leased),
+            group_concurrency: self
+                .group_concurrency
+                .unwrap_or(current.group_concurrency),
         };
         changed.validate()?;
         Ok(changed)
@@ -151,6 +165,7 @@ impl From<QueueSettings> for QueueChange {
             paused: Some(s.paused),
             rate_limit: Some(s.rate_limit),
             max_leased: Some(s.max_leased),
+            group_concurrency: Some(s.group_concurrency),
         }
     }
 }
@@ -225,6 +240,7 @@ mod tests {
                 burst: 2,
             }),
             max_leased: Some(4),
+            group_concurrency: Some(3),
         };
         let current = QueueSettings::default();
         assert_eq!(QueueChange::from(wanted.clone()).apply(current), Ok(wanted));

@@ -13,6 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::StoreError;
+use crate::groups::GroupStats;
 use crate::names::{Kind, QueueName, TaskKey};
 use crate::schedule::{Schedule, ScheduleSpec};
 use crate::settings::{QueueChange, QueueSettings};
@@ -412,6 +413,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every queue, by name.
     async fn stats(&self) -> Result<Vec<QueueStats>, StoreError>;
+
+    /// The queue's groups that have tasks waiting or leased, most waiting
+    /// first, then most leased, then by name; at most `limit` (1 to
+    /// [`crate::groups::MAX_GROUP_STATS`]) of them. An unknown queue has
+    /// none.
+    async fn groups(
+        &self,
+        queue: &QueueName,
+        limit: usize,
+    ) -> Result<Vec<GroupStats>, StoreError> {
+        let _ = (queue, limit);
+        Err(StoreError::Unavailable("GROUPS-TODO".into()))
+    }
 
     /// Creates the queue (defaults for absent fields) or changes only the
     /// fields given, atomically with respect to every other change of the

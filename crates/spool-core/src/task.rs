@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
-use crate::names::{Kind, QueueName, TaskKey};
+use crate::names::{Kind, QueueName, TaskGroup, TaskKey};
 use crate::time::Timestamp;
 use crate::trace::TraceParent;
 
@@ -229,6 +229,10 @@ pub struct Task {
     /// The W3C `traceparent` given at enqueue, kept as given: the trace
     /// every run of the task joins (docs/spec.md §2, §6).
     pub traceparent: Option<String>,
+    /// The group given at enqueue: claims take from a queue's groups in
+    /// turn, and its `group_concurrency` bounds each group's leases
+    /// (docs/spec.md §4).
+    pub group: Option<TaskGroup>,
 }
 
 /// When a new task becomes claimable.
@@ -265,6 +269,9 @@ pub struct NewTask {
     /// The producer's trace context as a W3C `traceparent`, which the
     /// task's runs join; [`NewTask::validate`] refuses any other text.
     pub traceparent: Option<String>,
+    /// The group the task belongs to in its queue (a customer, an API
+    /// host), for per-group concurrency and fair claims; fixed at enqueue.
+    pub group: Option<TaskGroup>,
 }
 
 impl NewTask {
@@ -325,6 +332,12 @@ impl NewTask {
     /// else is refused by [`NewTask::validate`].
     pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
         self.traceparent = Some(traceparent.into());
+        self
+    }
+
+    /// Puts the task in a group of its queue (docs/spec.md §4).
+    pub fn group(mut self, group: TaskGroup) -> Self {
+        self.group = Some(group);
         self
     }
 

@@ -89,6 +89,10 @@ pub struct SettingsJson {
     /// Tasks leased at once, across every worker; absent: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_leased: Option<u32>,
+    /// Tasks of one group leased at once, across every worker; absent: no
+    /// limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_concurrency: Option<u32>,
 }
 
 impl From<&QueueSettings> for SettingsJson {
@@ -103,6 +107,7 @@ impl From<&QueueSettings> for SettingsJson {
             paused: s.paused,
             rate_limit: s.rate_limit.as_ref().map(RateLimitJson::from),
             max_leased: s.max_leased,
+            group_concurrency: s.group_concurrency,
         }
     }
 }
@@ -119,6 +124,7 @@ impl From<SettingsJson> for QueueSettings {
             paused: s.paused,
             rate_limit: s.rate_limit.map(RateLimit::from),
             max_leased: s.max_leased,
+            group_concurrency: s.group_concurrency,
         }
     }
 }
@@ -167,6 +173,15 @@ pub struct SettingsBody {
     )]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<u32>, nullable))]
     pub max_leased: Option<Option<u32>>,
+    /// A new limit on tasks of one group leased at once, at least 1;
+    /// `null` removes it.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<u32>, nullable))]
+    pub group_concurrency: Option<Option<u32>>,
 }
 
 impl From<QueueChange> for SettingsBody {
@@ -181,6 +196,7 @@ impl From<QueueChange> for SettingsBody {
             paused: c.paused,
             rate_limit: c.rate_limit.map(|r| r.as_ref().map(RateLimitJson::from)),
             max_leased: c.max_leased,
+            group_concurrency: c.group_concurrency,
         }
     }
 }

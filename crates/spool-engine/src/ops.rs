@@ -506,6 +506,7 @@ pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeE
         paused,
         rate_limit,
         max_leased,
+        group_concurrency: None,
     })
 }
 

@@ -361,6 +361,7 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
         errors,
         failures,
         traceparent,
+        group: None,
     })
 }
 

@@ -222,6 +222,7 @@ impl StoredTask {
             created_at: self.created_at,
             updated_at: self.updated_at,
             traceparent: self.traceparent,
+            group: None, // GROUPS-PG
         };
         let waiting = |run_at: Timestamp| {
             if run_at <= self.now {

@@ -188,6 +188,7 @@ pub(super) fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, St
             .map(|v| opt(v, text))
             .transpose()?
             .flatten(),
+        group: None, // GROUPS-WIRE
     })
 }
 
@@ -245,6 +246,7 @@ pub(super) fn settings(v: Value) -> Result<QueueSettings, StoreError> {
             .map(|v| opt(v, small))
             .transpose()?
             .flatten(),
+        group_concurrency: None, // GROUPS-WIRE
     })
 }
 

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use spool_core::{ErrorRecord, PayloadFormat, TaskKey, TaskState, Timestamp};
+use spool_core::{ErrorRecord, PayloadFormat, TaskGroup, TaskKey, TaskState, Timestamp};
 use spool_wal::LogPos;
 
 /// Where a task's payload lives in the log: the position of its encoded
@@ -122,6 +122,8 @@ pub(crate) struct Extra {
     pub failures: u64,
     /// The W3C traceparent given at enqueue.
     pub traceparent: Option<Box<str>>,
+    /// The group given at enqueue.
+    pub group: Option<TaskGroup>,
 }
 
 impl Extra {
@@ -134,6 +136,7 @@ impl Extra {
             errors: Vec::new(),
             failures: 0,
             traceparent: None,
+            group: None,
         }
     }
 }

@@ -131,6 +131,7 @@ fn settings_from(row: &Row) -> Result<QueueSettings, StoreError> {
             _ => None,
         },
         max_leased: count(row, "max_leased")?,
+        group_concurrency: None, // GROUPS-PG
     })
 }
 

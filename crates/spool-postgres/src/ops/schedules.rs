@@ -188,6 +188,7 @@ impl Backend {
             max_attempts: None,
             lease_ms: Some(lease_ms),
             traceparent: None,
+            group: None,
         };
 
         let tx = client.transaction().await.map_err(db)?;

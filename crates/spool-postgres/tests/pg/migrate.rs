@@ -183,6 +183,7 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         paused: false,
         rate_limit: None,
         max_leased: None,
+        group_concurrency: None,
     };
     assert_eq!(new.get_queue(&q).await.unwrap(), kept);
     let again = new

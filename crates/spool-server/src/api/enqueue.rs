@@ -172,6 +172,7 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
         max_attempts: item.max_attempts,
         lease_ms: item.lease_ms,
         traceparent: item.traceparent,
+        group: None, // GROUPS-WIRE
     };
     task.validate()?;
     if let Some(ms) = task.lease_ms {

@@ -32,6 +32,7 @@ fn change(body: SettingsBody) -> Result<QueueChange, StoreError> {
             .map(|limit| limit.map(rate_limit).transpose())
             .transpose()?,
         max_leased: body.max_leased,
+        group_concurrency: body.group_concurrency,
     })
 }
 

@@ -25,6 +25,7 @@ fn custom() -> QueueSettings {
             burst: 5,
         }),
         max_leased: Some(7),
+        group_concurrency: Some(3),
     }
 }
 

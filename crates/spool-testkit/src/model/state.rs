@@ -145,6 +145,7 @@ impl State {
                 created_at: now,
                 updated_at: now,
                 traceparent: t.traceparent,
+                group: t.group,
             };
             if let Some(k) = t.key {
                 self.keys
