@@ -135,6 +135,15 @@ macro_rules! __with_cases {
             limits_changed_live_take_effect
             limits_round_trip_and_are_removed_one_at_a_time
             a_limit_below_the_leased_count_takes_nothing_back
+            a_task_keeps_its_group
+            claims_take_groups_in_turn
+            a_large_backlog_does_not_hold_back_a_small_group
+            priorities_order_tasks_within_a_group
+            group_concurrency_caps_each_group
+            an_expired_lease_frees_its_group_slot
+            a_long_poll_on_a_full_group_wakes_when_a_slot_frees
+            group_concurrency_changed_live_takes_effect
+            groups_report_waiting_and_leased
             due_task_shows_ready_everywhere
             expired_lease_shows_ready_everywhere
             schedules_round_trip
