@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use spool_core::groups::GroupStats;
 use spool_core::lease_wait::{wait_until_lost, RECHECK};
 use spool_core::store::validate_lease_wait;
 use spool_core::{
@@ -310,6 +311,11 @@ impl Store for Engine {
 
     async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
         self.call(|c| c.stats()).await
+    }
+
+    async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
+        let queue = queue.clone();
+        self.call(move |c| c.groups(&queue, limit)).await
     }
 
     async fn put_queue(

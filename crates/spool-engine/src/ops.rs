@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use spool_core::{
     Cadence, Kind, Payload, PayloadFormat, QueueName, QueueSettings, RateLimit, ScheduleSpec,
-    TaskKey, TaskPatch, Timestamp, TraceParent,
+    TaskGroup, TaskKey, TaskPatch, Timestamp, TraceParent,
 };
 use spool_wal::LogPos;
 
@@ -48,14 +48,18 @@ pub(crate) struct NewEntry {
     pub lease_ms: Option<u64>,
     /// A W3C traceparent, valid: checked at enqueue and again when read.
     pub traceparent: Option<String>,
+    pub group: Option<TaskGroup>,
 }
 
 /// The byte after a new task's max_attempts says what follows it: its own
 /// lease (u64) when [`ENTRY_LEASE`] is set, then its traceparent (a
-/// string) when [`ENTRY_TRACEPARENT`] is. Spool wrote only 0 and 1 before
-/// tasks carried trace context, so those records read as they always did.
+/// string) when [`ENTRY_TRACEPARENT`] is, then its group (a string) when
+/// [`ENTRY_GROUP`] is. Spool wrote only 0 and 1 before tasks carried trace
+/// context, and no group bit before groups, so those records read as they
+/// always did.
 const ENTRY_LEASE: u8 = 1;
 const ENTRY_TRACEPARENT: u8 = 2;
+const ENTRY_GROUP: u8 = 4;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Claimed {
@@ -256,12 +260,16 @@ fn put_new_entry(buf: &mut Vec<u8>, t: &NewEntry, base: usize, spans: &mut Vec<S
     } else {
         0
     };
-    codec::put_u8(buf, lease | trace);
+    let group = if t.group.is_some() { ENTRY_GROUP } else { 0 };
+    codec::put_u8(buf, lease | trace | group);
     if let Some(ms) = t.lease_ms {
         codec::put_u64(buf, ms);
     }
     if let Some(tp) = &t.traceparent {
         codec::put_str(buf, tp);
+    }
+    if let Some(g) = &t.group {
+        codec::put_str(buf, g.as_str());
     }
 }
 
@@ -275,7 +283,7 @@ fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry,
     let max_attempts = r.u32("max_attempts")?;
     let at = r.position();
     let tail = r.u8("lease_ms")?;
-    if tail & !(ENTRY_LEASE | ENTRY_TRACEPARENT) != 0 {
+    if tail & !(ENTRY_LEASE | ENTRY_TRACEPARENT | ENTRY_GROUP) != 0 {
         return Err(DecodeError {
             what: "lease_ms",
             at,
@@ -289,6 +297,10 @@ fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry,
         0 => None,
         _ => Some(read_traceparent(r)?),
     };
+    let group = match tail & ENTRY_GROUP {
+        0 => None,
+        _ => Some(read_name(r, "group", TaskGroup::new)?),
+    };
     Ok(NewEntry {
         id,
         kind,
@@ -299,6 +311,7 @@ fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry,
         max_attempts,
         lease_ms,
         traceparent,
+        group,
     })
 }
 
@@ -391,12 +404,14 @@ pub(crate) fn read_schedule_spec(r: &mut Reader<'_>) -> Result<ScheduleSpec, Dec
 /// The last byte of a queue's settings says whether it is paused (bit 0)
 /// and which limits follow it: a rate limit (limit u32, period_ms u64,
 /// burst u32) when bit 1 is set, then a limit on tasks leased at once
-/// (u32) when bit 2 is. Spool wrote only 0 and 1 there before queues had
+/// (u32) when bit 2 is, then a limit on the tasks of one group leased at
+/// once (u32) when bit 3 is. Spool wrote only 0 and 1 there before queues had
 /// limits, so those records read as they always did, and settings without
 /// limits are still written byte for byte as before.
 const SETTINGS_PAUSED: u8 = 1;
 const SETTINGS_RATE_LIMIT: u8 = 2;
 const SETTINGS_MAX_LEASED: u8 = 4;
+const SETTINGS_GROUP_CONCURRENCY: u8 = 8;
 
 pub(crate) fn put_settings(buf: &mut Vec<u8>, s: &QueueSettings) {
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
@@ -416,13 +431,21 @@ pub(crate) fn put_settings(buf: &mut Vec<u8>, s: &QueueSettings) {
     } else {
         0
     };
-    codec::put_u8(buf, u8::from(s.paused) | rate | leased);
+    let groups = if s.group_concurrency.is_some() {
+        SETTINGS_GROUP_CONCURRENCY
+    } else {
+        0
+    };
+    codec::put_u8(buf, u8::from(s.paused) | rate | leased | groups);
     if let Some(r) = &s.rate_limit {
         codec::put_u32(buf, r.limit);
         codec::put_u64(buf, ms(r.period));
         codec::put_u32(buf, r.burst);
     }
     if let Some(n) = s.max_leased {
+        codec::put_u32(buf, n);
+    }
+    if let Some(n) = s.group_concurrency {
         codec::put_u32(buf, n);
     }
 }
@@ -480,7 +503,9 @@ pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeE
     let max_payload = r.u64("max_payload")?;
     let at = r.position();
     let flags = r.u8("paused")?;
-    if flags & !(SETTINGS_PAUSED | SETTINGS_RATE_LIMIT | SETTINGS_MAX_LEASED) != 0 {
+    let known =
+        SETTINGS_PAUSED | SETTINGS_RATE_LIMIT | SETTINGS_MAX_LEASED | SETTINGS_GROUP_CONCURRENCY;
+    if flags & !known != 0 {
         return Err(DecodeError { what: "paused", at });
     }
     let paused = flags & SETTINGS_PAUSED != 0;
@@ -496,6 +521,10 @@ pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeE
         0 => None,
         _ => Some(r.u32("max_leased")?),
     };
+    let group_concurrency = match flags & SETTINGS_GROUP_CONCURRENCY {
+        0 => None,
+        _ => Some(r.u32("group_concurrency")?),
+    };
     Ok(QueueSettings {
         lease,
         max_attempts,
@@ -506,7 +535,7 @@ pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeE
         paused,
         rate_limit,
         max_leased,
-        group_concurrency: None,
+        group_concurrency,
     })
 }
 
@@ -902,6 +931,7 @@ mod tests {
                 max_attempts: 3,
                 lease_ms,
                 traceparent: traceparent.map(str::to_string),
+                group: None,
             }],
         }
     }
@@ -925,6 +955,24 @@ mod tests {
     }
 
     #[test]
+    fn a_group_goes_through_the_log_beside_a_lease_and_a_traceparent() {
+        for (lease_ms, traceparent) in [(None, None), (Some(250), Some(TRACEPARENT))] {
+            let mut op = enqueue(lease_ms, traceparent);
+            if let Op::Enqueue { tasks, .. } = &mut op {
+                tasks[0].group = Some(TaskGroup::new("customer 7").unwrap());
+            }
+            let mut body = Vec::new();
+            op.encode(&mut body, &mut Vec::new());
+            let t = decoded_entry(&body).unwrap();
+            assert_eq!(
+                (t.lease_ms, t.traceparent.as_deref()),
+                (lease_ms, traceparent)
+            );
+            assert_eq!(t.group.as_ref().map(TaskGroup::as_str), Some("customer 7"));
+        }
+    }
+
+    #[test]
     fn an_entry_without_a_traceparent_is_written_as_before() {
         for lease_ms in [None, Some(250)] {
             // The entry's tail as Spool wrote it before trace context: the
@@ -944,7 +992,7 @@ mod tests {
         let mut body = Vec::new();
         enqueue(None, None).encode(&mut body, &mut Vec::new());
         let last = body.len() - 1;
-        body[last] = 4;
+        body[last] = 8;
         assert_eq!(decoded_entry(&body).unwrap_err().what, "lease_ms");
 
         let mut body = Vec::new();
@@ -975,12 +1023,19 @@ mod tests {
             period: Duration::from_millis(250),
             burst: 3,
         });
-        for (rate_limit, max_leased) in [(rate_limit, None), (None, Some(9)), (rate_limit, Some(9))]
-        {
+        let cases = [
+            (rate_limit, None, None),
+            (None, Some(9), None),
+            (rate_limit, Some(9), None),
+            (None, None, Some(2)),
+            (rate_limit, Some(9), Some(2)),
+        ];
+        for (rate_limit, max_leased, group_concurrency) in cases {
             let settings = QueueSettings {
                 paused: true,
                 rate_limit,
                 max_leased,
+                group_concurrency,
                 ..QueueSettings::default()
             };
             let mut body = Vec::new();
@@ -1006,7 +1061,7 @@ mod tests {
         let mut body = Vec::new();
         put_queue(QueueSettings::default()).encode(&mut body, &mut Vec::new());
         let last = body.len() - 1;
-        body[last] = 8;
+        body[last] = 16;
         assert_eq!(decoded_settings(&body).unwrap_err().what, "paused");
     }
 }

@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use spool_core::{ErrorRecord, Kind, QueueName, Schedule, TaskKey, TaskState, Timestamp};
+use spool_core::{
+    ErrorRecord, Kind, QueueName, Schedule, TaskGroup, TaskKey, TaskState, Timestamp,
+};
 
 use spool_wal::LogPos;
 
@@ -33,11 +35,17 @@ const SEGMENT: u8 = 8;
 /// What follows a task item's fixed fields: nothing; its extra fields as
 /// Spool wrote them before it counted failures; its extra fields and the
 /// count of its failures; those and then its traceparent (written only for
-/// a task that has one, so other tasks read as before trace context).
+/// a task that has one, so other tasks read as before trace context);
+/// those and then a byte of [`TAIL_TRACEPARENT`] and [`TAIL_GROUP`] bits
+/// saying which of the two follow (written only for a task with a group,
+/// so other tasks read as before groups).
 const NO_EXTRA: u8 = 0;
 const EXTRA_UNNUMBERED: u8 = 1;
 const EXTRA: u8 = 2;
 const EXTRA_TRACED: u8 = 3;
+const EXTRA_TAILED: u8 = 4;
+const TAIL_TRACEPARENT: u8 = 1;
+const TAIL_GROUP: u8 = 2;
 
 /// Writes items into chunks, defining each queue and kind once, before
 /// the first item that refers to it.
@@ -93,14 +101,12 @@ impl SnapshotEncoder {
             codec::put_u8(buf, NO_EXTRA);
             return;
         };
-        codec::put_u8(
-            buf,
-            if x.traceparent.is_some() {
-                EXTRA_TRACED
-            } else {
-                EXTRA
-            },
-        );
+        let tag = match (&x.group, &x.traceparent) {
+            (Some(_), _) => EXTRA_TAILED,
+            (None, Some(_)) => EXTRA_TRACED,
+            (None, None) => EXTRA,
+        };
+        codec::put_u8(buf, tag);
         ops::put_ts(buf, x.updated_at);
         ops::put_opt_u64(buf, x.lease_ms);
         codec::put_str(buf, x.key.as_ref().map_or("", |k| k.as_str()));
@@ -120,8 +126,19 @@ impl SnapshotEncoder {
             codec::put_str(buf, &err.message);
         }
         codec::put_u64(buf, x.failures);
+        if tag == EXTRA_TAILED {
+            let trace = if x.traceparent.is_some() {
+                TAIL_TRACEPARENT
+            } else {
+                0
+            };
+            codec::put_u8(buf, trace | TAIL_GROUP);
+        }
         if let Some(tp) = &x.traceparent {
             codec::put_str(buf, tp);
+        }
+        if let Some(g) = &x.group {
+            codec::put_str(buf, g.as_str());
         }
     }
 
@@ -270,7 +287,9 @@ fn load_entry(
     let extra_at = r.position();
     let extra = match r.u8("extra")? {
         NO_EXTRA => None,
-        tag @ (EXTRA_UNNUMBERED | EXTRA | EXTRA_TRACED) => Some(load_extra(r, at, tag)?),
+        tag @ (EXTRA_UNNUMBERED | EXTRA | EXTRA_TRACED | EXTRA_TAILED) => {
+            Some(load_extra(r, at, tag)?)
+        }
         _ => {
             return Err(DecodeError {
                 what: "extra",
@@ -348,10 +367,28 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
     } else {
         r.u64("failures")?
     };
-    let traceparent = if tag == EXTRA_TRACED {
-        Some(ops::read_traceparent(r)?.into_boxed_str())
-    } else {
-        None
+    let tails = match tag {
+        EXTRA_TRACED => TAIL_TRACEPARENT,
+        EXTRA_TAILED => {
+            let tails_at = r.position();
+            let tails = r.u8("extra tails")?;
+            if tails & !(TAIL_TRACEPARENT | TAIL_GROUP) != 0 {
+                return Err(DecodeError {
+                    what: "extra tails",
+                    at: tails_at,
+                });
+            }
+            tails
+        }
+        _ => 0,
+    };
+    let traceparent = match tails & TAIL_TRACEPARENT {
+        0 => None,
+        _ => Some(ops::read_traceparent(r)?.into_boxed_str()),
+    };
+    let group = match tails & TAIL_GROUP {
+        0 => None,
+        _ => Some(ops::read_name(r, "group", TaskGroup::new)?),
     };
     Ok(Extra {
         updated_at,
@@ -361,7 +398,7 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
         errors,
         failures,
         traceparent,
-        group: None,
+        group,
     })
 }
 
@@ -379,11 +416,15 @@ mod tests {
     /// A snapshot of one task that has failed `failures` times and holds
     /// the last two of them, and where the task's item starts in it.
     fn snapshot(failures: u64) -> (Vec<u8>, usize) {
-        traced_snapshot(failures, None)
+        traced_snapshot(failures, None, None)
     }
 
-    /// [`snapshot`] of a task enqueued with `traceparent`.
-    fn traced_snapshot(failures: u64, traceparent: Option<&str>) -> (Vec<u8>, usize) {
+    /// [`snapshot`] of a task enqueued with `traceparent` and `group`.
+    fn traced_snapshot(
+        failures: u64,
+        traceparent: Option<&str>,
+        group: Option<&str>,
+    ) -> (Vec<u8>, usize) {
         let mut state = State::new();
         let enqueue = Op::Enqueue {
             now: Timestamp(1),
@@ -398,6 +439,7 @@ mod tests {
                 max_attempts: 10,
                 lease_ms: None,
                 traceparent: traceparent.map(str::to_string),
+                group: group.map(|g| TaskGroup::new(g).unwrap()),
             }],
         };
         state.apply(&enqueue, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);
@@ -437,7 +479,7 @@ mod tests {
     #[test]
     fn a_task_keeps_its_traceparent_and_one_without_is_written_as_before() {
         let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-        let (buf, task) = traced_snapshot(9, Some(tp));
+        let (buf, task) = traced_snapshot(9, Some(tp), None);
         assert_eq!(buf[extra_tag(task)], EXTRA_TRACED);
         let x = load(&buf);
         assert_eq!((x.traceparent.as_deref(), x.failures), (Some(tp), 9));
@@ -445,6 +487,19 @@ mod tests {
         let (buf, task) = snapshot(9);
         assert_eq!(buf[extra_tag(task)], EXTRA);
         assert_eq!(load(&buf).traceparent, None);
+    }
+
+    #[test]
+    fn a_task_keeps_its_group_with_or_without_a_traceparent() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        for traceparent in [None, Some(tp)] {
+            let (buf, task) = traced_snapshot(9, traceparent, Some("tenant ü"));
+            assert_eq!(buf[extra_tag(task)], EXTRA_TAILED);
+            let x = load(&buf);
+            assert_eq!(x.traceparent.as_deref(), traceparent);
+            assert_eq!(x.group.as_ref().map(TaskGroup::as_str), Some("tenant ü"));
+            assert_eq!(x.failures, 9);
+        }
     }
 
     #[test]

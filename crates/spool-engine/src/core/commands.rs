@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
+use spool_core::groups::GroupStats;
 use spool_core::schedule::tick_key;
 use spool_core::task::RunAt;
 use spool_core::transition::{self, after_failure, after_lease_expiry, lease_for, LEASE_EXPIRED};
@@ -126,6 +127,7 @@ impl Core {
                 max_attempts: t.max_attempts.unwrap_or(settings.max_attempts),
                 lease_ms: t.lease_ms,
                 traceparent: t.traceparent,
+                group: t.group,
             });
             next_id += 1;
         }
@@ -199,7 +201,7 @@ impl Core {
             }
             return Vec::new();
         }
-        let ids = self.state.ready_front(q, allowed as usize);
+        let ids = self.state.claim_order(q, allowed as usize);
         let mut rng = rand::thread_rng();
         let claimed: Vec<Claimed> = ids
             .iter()
@@ -536,6 +538,15 @@ impl Core {
         Ok(self.state.stats(now))
     }
 
+    pub(crate) fn groups(
+        &self,
+        queue: &QueueName,
+        limit: usize,
+    ) -> Result<Vec<GroupStats>, StoreError> {
+        self.refuse_if_poisoned()?;
+        self.state.groups(queue, limit)
+    }
+
     /// The change is applied here, on the core thread, to the settings in
     /// force: no other change of the queue can come in between.
     pub(crate) fn put_queue(
@@ -624,9 +635,15 @@ impl Core {
             while self.waiters.has_waiters(&name) {
                 let now = self.last_now;
                 let queue = self.state.queue_mut(q);
-                if queue.settings.paused || queue.counts.ready == 0 {
+                if queue.settings.paused {
                     break;
                 }
+                if !self.state.claimable(q) {
+                    // Woken again when a task becomes ready or a group's
+                    // slot frees.
+                    break;
+                }
+                let queue = self.state.queue_mut(q);
                 if queue.allowance(now) == 0 {
                     // Woken again by a freed slot, or when tokens refill.
                     self.watch_refill(q);
@@ -767,6 +784,7 @@ impl Core {
             max_attempts,
             lease_ms: Some(u64::try_from(spec.deadline_at(tick).as_millis()).unwrap_or(u64::MAX)),
             traceparent: None,
+            group: None,
         });
         let queue = spec.queue.clone();
         self.commit(Op::Fire {

@@ -184,11 +184,15 @@ impl State {
                 flags: 0,
             };
             set_format(&mut entry, t.payload.format);
-            let plain = t.key.is_none() && t.lease_ms.is_none() && t.traceparent.is_none();
+            let plain = t.key.is_none()
+                && t.lease_ms.is_none()
+                && t.traceparent.is_none()
+                && t.group.is_none();
             let extra = (!plain).then(|| Extra {
                 key: t.key.clone(),
                 lease_ms: t.lease_ms,
                 traceparent: t.traceparent.as_deref().map(Box::from),
+                group: t.group.clone(),
                 ..Extra::new(now)
             });
             self.insert(t.id, entry, extra, now);
@@ -285,6 +289,7 @@ mod tests {
                 max_attempts: 10,
                 lease_ms: None,
                 traceparent: None,
+                group: None,
             }],
         };
         state.apply(&op, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);

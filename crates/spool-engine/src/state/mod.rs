@@ -13,6 +13,8 @@
 
 mod apply;
 pub(crate) mod entry;
+mod front;
+pub(crate) mod groups;
 mod keys;
 mod query;
 pub(crate) mod queue;
@@ -24,8 +26,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hashbrown::HashMap;
 use spool_core::{
-    Kind, LeaseToken, QueueName, QueueSettings, Schedule, StoreError, TaskRef, TaskState, Timestamp,
+    Kind, LeaseToken, QueueName, QueueSettings, Schedule, StoreError, TaskGroup, TaskRef,
+    TaskState, Timestamp,
 };
+
+use groups::Turn;
 
 pub(crate) use entry::{flag, Entry, Extra, LeaseSlot, PayloadRef, MAX_KINDS, MAX_QUEUES};
 pub(crate) use query::TaskView;
@@ -181,11 +186,7 @@ impl State {
     /// Adds the task to the index of its state, deciding scheduled vs
     /// ready from `run_at` against `now`.
     pub(crate) fn attach(&mut self, id: u64, now: Timestamp) {
-        let lease_expiry = self
-            .tasks
-            .extra(id)
-            .and_then(|x| x.lease.as_ref())
-            .map(|l| l.expires_at);
+        let (lease_expiry, group) = self.side_fields(id);
         let Some(e) = self.tasks.get_mut(id) else {
             return;
         };
@@ -200,13 +201,15 @@ impl State {
         let queue = &mut self.queues[q as usize];
         match state {
             TaskState::Ready => {
-                let fifo_ok = !e.has(flag::NO_FIFO);
-                let in_fifo = queue.ready.lane(e.priority).add(e.run_at, id, fifo_ok);
-                e.flags |= if in_fifo {
-                    flag::IN_FIFO
-                } else {
-                    flag::IN_SIDE
-                };
+                match &group {
+                    Some(g) => {
+                        let group = queue.groups.entry(g);
+                        group.ready.insert(e, id);
+                        group.counts.ready += 1;
+                        queue.groups.ready += 1;
+                    }
+                    None => queue.ready.insert(e, id),
+                }
                 if !queue.woken {
                     queue.woken = true;
                     self.woken.push(q);
@@ -214,13 +217,22 @@ impl State {
             }
             TaskState::Scheduled => {
                 self.scheduled.insert((e.run_at, id));
+                if let Some(g) = &group {
+                    queue.groups.entry(g).counts.scheduled += 1;
+                }
             }
             TaskState::Leased => {
                 if let Some(at) = lease_expiry {
                     self.leases.insert((at, id));
                 }
+                if let Some(g) = &group {
+                    queue.groups.entry(g).counts.leased += 1;
+                }
             }
             TaskState::Dead => {}
+        }
+        if let Some(g) = &group {
+            queue.groups.refresh(g, queue.settings.group_concurrency);
         }
         if state != TaskState::Ready {
             queue.members[state.index()].insert(id);
@@ -233,45 +245,48 @@ impl State {
 
     /// Removes the task from the index of its state.
     pub(crate) fn detach(&mut self, id: u64) {
-        let lease_expiry = self
-            .tasks
-            .extra(id)
-            .and_then(|x| x.lease.as_ref())
-            .map(|l| l.expires_at);
+        let (lease_expiry, group) = self.side_fields(id);
         let Some(e) = self.tasks.get_mut(id) else {
             return;
         };
         let (q, kind, state, attempt) = (e.queue(), e.kind(), e.state, e.attempt);
         let queue = &mut self.queues[q as usize];
-        match state {
-            TaskState::Ready => {
-                let lane = queue.ready.lane(e.priority);
-                if e.has(flag::IN_SIDE) {
-                    lane.side.remove(&(e.run_at, id));
-                } else if e.has(flag::IN_FIFO) {
-                    if lane.fifo.front() == Some(id) {
-                        lane.fifo.pop();
-                    } else {
-                        e.flags |= flag::NO_FIFO;
-                    }
+        let cap = queue.settings.group_concurrency;
+        match (state, &group) {
+            (TaskState::Ready, None) => queue.ready.remove(e, id),
+            (TaskState::Ready, Some(g)) => {
+                if let Some(group) = queue.groups.get_mut(g) {
+                    group.ready.remove(e, id);
+                    group.counts.ready -= 1;
+                    queue.groups.ready -= 1;
                 }
-                e.flags &= !(flag::IN_FIFO | flag::IN_SIDE);
-                queue.ready.prune(e.priority);
             }
-            TaskState::Scheduled => {
+            (TaskState::Scheduled, _) => {
                 self.scheduled.remove(&(e.run_at, id));
+                if let Some(group) = group.as_ref().and_then(|g| queue.groups.get_mut(g)) {
+                    group.counts.scheduled -= 1;
+                }
             }
-            TaskState::Leased => {
+            (TaskState::Leased, _) => {
                 if let Some(at) = lease_expiry {
                     self.leases.remove(&(at, id));
                 }
-                // A freed slot may let a claim waiting on a full queue in.
-                if queue.settings.max_leased.is_some() && !queue.woken {
+                if let Some(group) = group.as_ref().and_then(|g| queue.groups.get_mut(g)) {
+                    group.counts.leased -= 1;
+                }
+                // A freed slot may let a claim waiting on a full queue or
+                // group in.
+                let capped =
+                    queue.settings.max_leased.is_some() || (group.is_some() && cap.is_some());
+                if capped && !queue.woken {
                     queue.woken = true;
                     self.woken.push(q);
                 }
             }
-            TaskState::Dead => {}
+            (TaskState::Dead, _) => {}
+        }
+        if let Some(g) = &group {
+            queue.groups.refresh(g, cap);
         }
         if state != TaskState::Ready {
             queue.members[state.index()].remove(&id);
@@ -282,72 +297,87 @@ impl State {
         queue.count(kind, state, -1);
     }
 
+    /// What `attach` and `detach` need of a task's side fields: when its
+    /// lease expires and its group.
+    fn side_fields(&self, id: u64) -> (Option<Timestamp>, Option<TaskGroup>) {
+        match self.tasks.extra(id) {
+            Some(x) => (x.lease.as_ref().map(|l| l.expires_at), x.group.clone()),
+            None => (None, None),
+        }
+    }
+
     /// Up to `max` ready tasks of queue `q` in claim order, without taking
-    /// them; drops stale FIFO ids met at a lane's front on the way.
-    pub(crate) fn ready_front(&mut self, q: u32, max: usize) -> Vec<u64> {
-        let mut out = Vec::new();
-        let priorities: Vec<i16> = self.queues[q as usize]
-            .ready
-            .lanes
-            .keys()
-            .copied()
+    /// them, each group's limit respected; notes the turn served last.
+    ///
+    /// With groups, the claim takes one task per turn (`groups::Turn`) in
+    /// rounds: each round serves the next turns in order, a turn whose
+    /// group has room and tasks left giving one. Only the first `max`
+    /// turns can be served, and those are peeked a few tasks deep at a
+    /// time, so a claim costs about `max` lookups however many groups the
+    /// queue has.
+    pub(crate) fn claim_order(&mut self, q: u32, max: usize) -> Vec<u64> {
+        let queue = &mut self.queues[q as usize];
+        if queue.groups.is_empty() {
+            return front::front(&self.tasks, &mut queue.ready, q, max);
+        }
+        let ungrouped = queue.counts.ready > queue.groups.ready;
+        let turns = queue.groups.next_turns(ungrouped, max);
+        if turns.is_empty() {
+            return Vec::new();
+        }
+        let cap = queue.settings.group_concurrency;
+        let room: Vec<u64> = turns
+            .iter()
+            .map(|t| match t {
+                Turn::Ungrouped => u64::MAX,
+                Turn::Group(g) => queue.groups.room(g, cap),
+            })
             .collect();
-        for p in priorities {
-            if out.len() >= max {
-                break;
-            }
-            self.drop_stale(q, p);
-            let Some(lane) = self.queues[q as usize].ready.lanes.get(&p) else {
-                continue;
-            };
-            // Merge the FIFO (skipping stale ids) with the side set.
-            let tasks = &self.tasks;
-            let mut fifo = lane
-                .fifo
+        let mut depth = max.div_ceil(turns.len());
+        let fronts = loop {
+            let fronts: Vec<Vec<u64>> = turns
                 .iter()
-                .filter_map(|id| {
-                    let e = tasks.get(id)?;
-                    let live = e.has(flag::IN_FIFO)
-                        && e.state == TaskState::Ready
-                        && e.queue() == q
-                        && e.priority == p;
-                    live.then_some((e.run_at, id))
+                .zip(&room)
+                .map(|(t, &room)| {
+                    let n = depth.min(usize::try_from(room).unwrap_or(usize::MAX));
+                    let index = match t {
+                        Turn::Ungrouped => &mut queue.ready,
+                        Turn::Group(g) => &mut queue.groups.entry(g).ready,
+                    };
+                    front::front(&self.tasks, index, q, n)
                 })
-                .peekable();
-            let mut side = lane.side.iter().copied().peekable();
-            while out.len() < max {
-                let next = match (fifo.peek(), side.peek()) {
-                    (Some(a), Some(b)) if b < a => side.next(),
-                    (Some(_), _) => fifo.next(),
-                    (None, _) => side.next(),
-                };
-                match next {
-                    Some((_, id)) => out.push(id),
-                    None => break,
+                .collect();
+            let found: usize = fronts.iter().map(Vec::len).sum();
+            let deeper = fronts.iter().any(|f| f.len() == depth);
+            if found >= max || !deeper || depth >= max {
+                break fronts;
+            }
+            depth = (depth * 2).min(max);
+        };
+        let mut out = Vec::with_capacity(max);
+        let mut last = None;
+        'rounds: for round in 0..depth {
+            for (t, f) in turns.iter().zip(&fronts) {
+                if out.len() >= max {
+                    break 'rounds;
+                }
+                if let Some(&id) = f.get(round) {
+                    out.push(id);
+                    last = Some(t);
                 }
             }
+        }
+        if let Some(t) = last.cloned() {
+            queue.groups.served(t);
         }
         out
     }
 
-    /// Pops stale ids off the front of a lane's FIFO.
-    fn drop_stale(&mut self, q: u32, p: i16) {
-        let Some(lane) = self.queues[q as usize].ready.lanes.get_mut(&p) else {
-            return;
-        };
-        while let Some(id) = lane.fifo.front() {
-            let live = self.tasks.get(id).is_some_and(|e| {
-                e.has(flag::IN_FIFO)
-                    && e.state == TaskState::Ready
-                    && e.queue() == q
-                    && e.priority == p
-            });
-            if live {
-                break;
-            }
-            lane.fifo.pop();
-        }
-        self.queues[q as usize].ready.prune(p);
+    /// Whether a claim on queue `q` could take a task now, its limits
+    /// aside: an ungrouped ready task, or a group with one and room.
+    pub(crate) fn claimable(&self, q: u32) -> bool {
+        let queue = &self.queues[q as usize];
+        queue.counts.ready > queue.groups.ready || queue.groups.any_turn()
     }
 
     /// Moves scheduled tasks whose time has come into their ready sets.

@@ -3,12 +3,13 @@
 use std::cmp::Reverse;
 
 use bytes::Bytes;
+use spool_core::groups::{busiest_first, GroupStats};
 use spool_core::{
-    Lease, LeaseToken, ListOrder, ListRequest, Payload, QueueStats, StoreError, Task, TaskId,
-    TaskState, Timestamp,
+    Lease, LeaseToken, ListOrder, ListRequest, Payload, QueueName, QueueStats, StoreError, Task,
+    TaskId, TaskState, Timestamp,
 };
 
-use super::{flag, Entry, PayloadRef, QueueState, State};
+use super::{front, Entry, PayloadRef, QueueState, State};
 
 /// Where a list page resumes, encoded as the opaque cursor string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,27 +264,26 @@ impl State {
         out
     }
 
-    /// The earliest ready run_at of each lane of queue `q`.
+    /// The earliest ready run_at of each lane of queue `q`, its groups'
+    /// included.
     fn lane_heads(&self, q: u32) -> impl Iterator<Item = Timestamp> + '_ {
-        self.queue(q)
-            .ready
-            .lanes
-            .iter()
-            .filter_map(move |(&p, lane)| {
-                let fifo = lane.fifo.iter().find_map(|id| {
-                    let e = self.tasks.get(id)?;
-                    let live = e.has(flag::IN_FIFO)
-                        && e.state == TaskState::Ready
-                        && e.queue() == q
-                        && e.priority == p;
-                    live.then_some(e.run_at)
-                });
-                let side = lane.side.first().map(|&(at, _)| at);
-                match (fifo, side) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            })
+        let queue = self.queue(q);
+        std::iter::once(&queue.ready)
+            .chain(queue.groups.indexes())
+            .flat_map(move |index| front::heads(&self.tasks, index, q))
+    }
+
+    /// Queue `queue`'s groups with tasks waiting or leased, busiest first.
+    pub(crate) fn groups(
+        &self,
+        queue: &QueueName,
+        limit: usize,
+    ) -> Result<Vec<GroupStats>, StoreError> {
+        spool_core::groups::validate_limit(limit)?;
+        let Some(q) = self.queue_of(queue) else {
+            return Ok(Vec::new());
+        };
+        Ok(busiest_first(self.queue(q).groups.stats(), limit))
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use hashbrown::HashMap;
 use spool_core::{QueueName, QueueSettings, StateCounts, TaskState, Timestamp, TokenBucket};
 
+use super::groups::Groups;
 use super::keys::KeyTable;
 use super::ready::ReadyIndex;
 
@@ -19,8 +20,10 @@ use super::ready::ReadyIndex;
 pub(crate) struct QueueState {
     pub name: QueueName,
     pub settings: QueueSettings,
-    /// Ready tasks in claim order.
+    /// Ready tasks without a group in claim order.
     pub ready: ReadyIndex,
+    /// The task groups, their ready tasks and their turns.
+    pub groups: Groups,
     /// Ids of scheduled, leased and dead tasks, by state index, for listing
     /// a state page by page. Ready tasks are not here (they are most tasks,
     /// and the table lists them in id order itself): that slot stays empty.
@@ -45,6 +48,7 @@ impl QueueState {
             name,
             settings,
             ready: ReadyIndex::default(),
+            groups: Groups::default(),
             members: Default::default(),
             by_attempts: BTreeSet::new(),
             counts: StateCounts::default(),
@@ -91,6 +95,9 @@ impl QueueState {
     pub(crate) fn set_settings(&mut self, settings: QueueSettings) {
         if settings.rate_limit != self.settings.rate_limit {
             self.bucket = None;
+        }
+        if settings.group_concurrency != self.settings.group_concurrency {
+            self.groups.recap(settings.group_concurrency);
         }
         self.settings = settings;
     }

@@ -13,11 +13,16 @@
 //! it reaches the front (the entry's `IN_FIFO` flag is off), and the task is
 //! marked `NO_FIFO` so it can never join a FIFO again and be mistaken for
 //! its stale copy. The caller (the state, which owns the records) does that
-//! check; this module only keeps the order.
+//! check; this module keeps the order and the record's index flags.
+//!
+//! A queue has one ready index for its ungrouped tasks and one per group
+//! (`super::groups`); a task is in at most one of them.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use spool_core::Timestamp;
+
+use super::entry::{flag, Entry};
 
 /// Ids per FIFO chunk.
 const CHUNK: usize = 32 * 1024;
@@ -101,6 +106,34 @@ pub(crate) struct ReadyIndex {
 impl ReadyIndex {
     pub(crate) fn lane(&mut self, priority: i16) -> &mut Lane {
         self.lanes.entry(priority).or_default()
+    }
+
+    /// Adds ready task `id` in its lane, noting in `e` where it went.
+    pub(crate) fn insert(&mut self, e: &mut Entry, id: u64) {
+        let fifo_ok = !e.has(flag::NO_FIFO);
+        let in_fifo = self.lane(e.priority).add(e.run_at, id, fifo_ok);
+        e.flags |= if in_fifo {
+            flag::IN_FIFO
+        } else {
+            flag::IN_SIDE
+        };
+    }
+
+    /// Takes task `id` out: from the side set, from the FIFO's front, or
+    /// by leaving a stale copy in the FIFO (then `e` is marked `NO_FIFO`).
+    pub(crate) fn remove(&mut self, e: &mut Entry, id: u64) {
+        let lane = self.lane(e.priority);
+        if e.has(flag::IN_SIDE) {
+            lane.side.remove(&(e.run_at, id));
+        } else if e.has(flag::IN_FIFO) {
+            if lane.fifo.front() == Some(id) {
+                lane.fifo.pop();
+            } else {
+                e.flags |= flag::NO_FIFO;
+            }
+        }
+        e.flags &= !(flag::IN_FIFO | flag::IN_SIDE);
+        self.prune(e.priority);
     }
 
     /// Drops lanes left with nothing in them, stale ids included.

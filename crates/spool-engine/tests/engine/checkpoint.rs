@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use rand::Rng;
 use spool_core::{
-    ClaimRequest, FailRequest, ListRequest, NewTask, Payload, QueueName, Store, Task, TaskKey,
-    TaskState,
+    ClaimRequest, FailRequest, ListRequest, NewTask, Payload, QueueName, Store, Task, TaskGroup,
+    TaskKey, TaskState,
 };
 use spool_engine::{Engine, EngineConfig};
 
@@ -41,6 +41,7 @@ async fn churn(engine: Arc<Engine>, stop: Arc<AtomicBool>, worker: u32) {
                 match i % 5 {
                     0 => t.key(TaskKey::new(format!("w{worker}-{n}")).unwrap()),
                     1 => t.traceparent(format!("00-{n:032x}-{:016x}-01", worker + 1)),
+                    2 => t.group(TaskGroup::new(format!("tenant {}", n % 7)).unwrap()),
                     _ => t,
                 }
             })
@@ -95,6 +96,7 @@ async fn checkpoint_during_writes_restores_exact_state_and_reclaims_segments() {
     }
     let before = everything(&engine).await;
     let stats_before = engine.stats().await.unwrap();
+    let groups_before = engine.groups(&q(), 100).await.unwrap();
     drop(engine);
 
     let segments = std::fs::read_dir(dir.path().join("wal")).unwrap().count();
@@ -104,6 +106,10 @@ async fn checkpoint_during_writes_restores_exact_state_and_reclaims_segments() {
     assert!(
         after.iter().any(|t| t.traceparent.is_some()),
         "traced tasks are among them"
+    );
+    assert!(
+        after.iter().any(|t| t.group.is_some()),
+        "grouped tasks are among them"
     );
     // Scheduled vs ready follows the clock, which moved during the restart:
     // a retry's run_at may have come meanwhile. Everything else is exact.
@@ -121,6 +127,11 @@ async fn checkpoint_during_writes_restores_exact_state_and_reclaims_segments() {
     assert!(
         waiting(before) == waiting(after),
         "every task exactly as it was"
+    );
+    assert_eq!(
+        engine.groups(&q(), 100).await.unwrap(),
+        groups_before,
+        "each group's counts, rebuilt"
     );
     let stats_after = engine.stats().await.unwrap();
     let (b, a) = (stats_before[0].counts, stats_after[0].counts);
