@@ -26,6 +26,11 @@ use super::entry::{flag, Entry};
 
 /// Ids per FIFO chunk.
 const CHUNK: usize = 32 * 1024;
+/// Room for ids in a FIFO's first chunk. It grows as a `Vec` does, up to
+/// [`CHUNK`]; later chunks get their full room at once. A queue holding
+/// few tasks, or a group (a queue may have many thousands), so costs
+/// bytes, not a full chunk's 256 KiB.
+const FIRST_CHUNK: usize = 16;
 
 #[derive(Debug, Default)]
 pub(crate) struct Fifo {
@@ -39,7 +44,12 @@ impl Fifo {
         match self.chunks.back_mut() {
             Some(c) if c.len() < CHUNK => c.push(id),
             _ => {
-                let mut c = Vec::with_capacity(CHUNK);
+                let room = if self.chunks.is_empty() {
+                    FIRST_CHUNK
+                } else {
+                    CHUNK
+                };
+                let mut c = Vec::with_capacity(room);
                 c.push(id);
                 self.chunks.push_back(c);
             }
