@@ -37,6 +37,9 @@ pub(crate) struct GroupCounts {
 pub(crate) struct Group {
     pub ready: ReadyIndex,
     pub counts: GroupCounts,
+    /// Whether it is in `Groups::turns`, so that keeping the turns
+    /// current costs no ordered-set lookup when nothing changes.
+    in_turns: bool,
 }
 
 /// Whose turn a claim serves: the ungrouped tasks, or one group.
@@ -78,31 +81,34 @@ impl Groups {
     /// Puts group `g` in or out of the turns after its counts changed, and
     /// forgets it once it has no task left to count.
     pub(crate) fn refresh(&mut self, g: &TaskGroup, cap: Option<u32>) {
-        let Some(group) = self.by_name.get(g) else {
-            self.turns.remove(g);
+        let Some(group) = self.by_name.get_mut(g) else {
             return;
         };
         let c = group.counts;
-        if c.ready + c.scheduled + c.leased == 0 {
-            self.by_name.remove(g);
-            self.turns.remove(g);
-        } else if c.ready > 0 && has_room(c.leased, cap) {
-            if !self.turns.contains(g) {
+        let idle = c.ready + c.scheduled + c.leased == 0;
+        let turn = c.ready > 0 && has_room(c.leased, cap);
+        if turn != group.in_turns {
+            group.in_turns = turn;
+            if turn {
                 self.turns.insert(g.clone());
+            } else {
+                self.turns.remove(g);
             }
-        } else {
-            self.turns.remove(g);
+        }
+        if idle {
+            self.by_name.remove(g);
         }
     }
 
     /// Recomputes every group's place in the turns, for a new cap.
     pub(crate) fn recap(&mut self, cap: Option<u32>) {
-        self.turns = self
-            .by_name
-            .iter()
-            .filter(|(_, group)| group.counts.ready > 0 && has_room(group.counts.leased, cap))
-            .map(|(g, _)| g.clone())
-            .collect();
+        self.turns.clear();
+        for (g, group) in &mut self.by_name {
+            group.in_turns = group.counts.ready > 0 && has_room(group.counts.leased, cap);
+            if group.in_turns {
+                self.turns.insert(g.clone());
+            }
+        }
     }
 
     /// How many more tasks of group `g` may be leased now.
