@@ -12,8 +12,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 use spool_core::{
     ClaimRequest, Clock, FailRequest, LeaseToken, ListRequest, ManualClock, NewTask, Payload,
-    QueueName, QueueSettings, Store, StoreError, Task, TaskId, TaskKey, TaskRef, TaskState,
-    Timestamp,
+    QueueName, QueueSettings, Store, StoreError, Task, TaskGroup, TaskId, TaskKey, TaskRef,
+    TaskState, Timestamp,
 };
 use spool_engine::{Engine, EngineConfig};
 use spool_testkit::model::Model;
@@ -30,6 +30,7 @@ enum Action {
         priority: i8,
         delay_ms: Option<u16>,
         key: Option<u8>,
+        group: Option<u8>,
     },
     Claim {
         queue: u8,
@@ -70,8 +71,8 @@ enum Action {
 
 fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
-        4 => (0..2u8, 1..5u8, -2..3i8, prop::option::of(0..1500u16), prop::option::of(0..6u8))
-            .prop_map(|(queue, count, priority, delay_ms, key)| Action::Enqueue { queue, count, priority, delay_ms, key }),
+        4 => (0..2u8, 1..5u8, -2..3i8, prop::option::of(0..1500u16), prop::option::of(0..6u8), prop::option::of(0..3u8))
+            .prop_map(|(queue, count, priority, delay_ms, key, group)| Action::Enqueue { queue, count, priority, delay_ms, key, group }),
         4 => (0..2u8, 1..4u8, 50..1500u16).prop_map(|(queue, max, lease_ms)| Action::Claim { queue, max, lease_ms }),
         2 => (any::<u8>(), prop::option::weighted(0.2, 0..1000u16)).prop_map(|(pick, reschedule_ms)| Action::Ack { pick, reschedule_ms }),
         2 => (any::<u8>(), prop::option::of(0..800u16), prop::bool::weighted(0.2))
@@ -170,6 +171,7 @@ impl Harness {
         assert_eq!(got.max_attempts, want.max_attempts, "max_attempts of {id}");
         assert_eq!(got.lease_ms, want.lease_ms, "lease_ms of {id}");
         assert_eq!(got.created_at, want.created_at, "created_at of {id}");
+        assert_eq!(got.group, want.group, "group of {id}");
         let errors = |t: &Task| -> Vec<(u32, String)> {
             t.errors
                 .iter()
@@ -229,6 +231,13 @@ async fn compare_all(h: &Harness) {
         counts(h.model.stats().await.unwrap()),
         "counts per state"
     );
+    for q in 0..2u8 {
+        assert_eq!(
+            h.e().groups(&queue(q), 10).await.unwrap(),
+            h.model.groups(&queue(q), 10).await.unwrap(),
+            "groups of q{q}"
+        );
+    }
 }
 
 async fn run(actions: Vec<Action>) {
@@ -250,6 +259,11 @@ async fn run(actions: Vec<Action>) {
         ..QueueSettings::default()
     };
     for q in 0..2 {
+        // q1 caps each group at two leased tasks; q0 only takes turns.
+        let settings = QueueSettings {
+            group_concurrency: (q == 1).then_some(2),
+            ..settings.clone()
+        };
         h.e()
             .put_queue(&queue(q), settings.clone().into())
             .await
@@ -273,6 +287,7 @@ async fn apply(h: &mut Harness, a: Action) {
             priority,
             delay_ms,
             key,
+            group,
         } => {
             let tasks: Vec<NewTask> = (0..count)
                 .map(|i| {
@@ -282,6 +297,9 @@ async fn apply(h: &mut Harness, a: Action) {
                     }
                     if let Some(k) = key {
                         t = t.key(TaskKey::new(format!("k{}", k + i % 2)).unwrap());
+                    }
+                    if let Some(g) = group {
+                        t = t.group(TaskGroup::new(format!("g{}", (g + i) % 3)).unwrap());
                     }
                     t
                 })
@@ -413,6 +431,7 @@ async fn apply(h: &mut Harness, a: Action) {
         Action::Restart => {
             h.engine = None;
             h.open();
+            h.model.restarted();
             compare_all(h).await;
         }
         Action::Checkpoint => {

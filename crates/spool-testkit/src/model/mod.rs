@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use spool_core::groups::GroupStats;
 use spool_core::{
     ClaimRequest, Clock, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
     QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError,
@@ -48,6 +49,14 @@ impl Model {
             state: Mutex::new(State::default()),
             wake: Notify::new(),
         }
+    }
+
+    /// Forgets what a store may keep in memory only (docs/spec.md §4),
+    /// as the embedded engine does when it restarts: where the groups'
+    /// turns stood, and the rate limits' tokens (buckets start full).
+    pub fn restarted(&self) {
+        let (mut state, _) = self.lock();
+        state.forget_memory_only();
     }
 
     /// The state with expired leases settled, and the time it was settled at.
@@ -180,6 +189,11 @@ impl Store for Model {
     async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
         let (state, now) = self.lock();
         Ok(state.stats(now))
+    }
+
+    async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
+        let (state, _) = self.lock();
+        state.groups(queue, limit)
     }
 
     async fn put_queue(

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use spool_core::groups::GroupStats;
 use spool_core::schedule::tick_key;
 use spool_core::store::{MAX_BATCH, MAX_LIST_LIMIT};
 use spool_core::task::RunAt;
@@ -12,8 +13,8 @@ use spool_core::transition::{self, Next, LEASE_EXPIRED};
 use spool_core::{
     backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, KindCounts, Lease, LeaseToken,
     ListOrder, ListRequest, NewTask, Payload, QueueChange, QueueName, QueueSettings, QueueStats,
-    Schedule, ScheduleSpec, StoreError, Task, TaskId, TaskKey, TaskPage, TaskPatch, TaskRef,
-    TaskState, Timestamp, TokenBucket, TraceParent,
+    Schedule, ScheduleSpec, StoreError, Task, TaskGroup, TaskId, TaskKey, TaskPage, TaskPatch,
+    TaskRef, TaskState, Timestamp, TokenBucket, TraceParent,
 };
 
 /// Where a task waits in its queue's claim order.
@@ -40,6 +41,12 @@ pub(super) struct State {
     /// Rate-limited queues' tokens, from their first claim on; a new or
     /// changed rate limit starts full.
     buckets: HashMap<QueueName, TokenBucket>,
+    /// The group each queue's last claim served last (`""`: the
+    /// ungrouped tasks).
+    last_turn: HashMap<QueueName, String>,
+    /// Live tasks with a group: while there are none, a claim takes the
+    /// front of the waiting order without looking at groups.
+    grouped: usize,
 }
 
 fn slot(t: &Task) -> Slot {
@@ -152,6 +159,7 @@ impl State {
                     .insert((q.clone(), k), KeyEntry { id, gone_at: None });
             }
             self.waiting.insert(slot(&task));
+            self.grouped += usize::from(task.group.is_some());
             self.tasks.insert(id, task);
             out.push(EnqueueOutcome {
                 id,
@@ -184,15 +192,7 @@ impl State {
                 .or_insert_with(|| TokenBucket::full(limit, now));
             max = max.min(bucket.available(limit, now));
         }
-        let lo = (req.queue.clone(), i16::MIN, Timestamp::MIN, TaskId(0));
-        let due: Vec<Slot> = self
-            .waiting
-            .range(lo..)
-            .take_while(|s| s.0 == req.queue)
-            .filter(|s| s.2 <= now)
-            .take(max as usize)
-            .cloned()
-            .collect();
+        let due = self.in_turns(&req.queue, &settings, max as usize, now);
         if let (Some(limit), Some(bucket)) =
             (&settings.rate_limit, self.buckets.get_mut(&req.queue))
         {
@@ -217,6 +217,88 @@ impl State {
             claimed.push(t.clone());
         }
         claimed
+    }
+
+    /// Up to `max` due tasks of `q` in the groups' turns (docs/spec.md §4):
+    /// rounds over the groups with a due task and room, in name order
+    /// after the one served last, one task each per round.
+    fn in_turns(
+        &mut self,
+        q: &QueueName,
+        settings: &QueueSettings,
+        max: usize,
+        now: Timestamp,
+    ) -> Vec<Slot> {
+        let lo = (q.clone(), i16::MIN, Timestamp::MIN, TaskId(0));
+        // A queue without groups claims as if there were none, and leaves
+        // the turns where they stood.
+        let has_groups = self.grouped > 0
+            && self
+                .tasks
+                .values()
+                .any(|t| t.queue == *q && t.group.is_some() && t.state != TaskState::Dead);
+        if !has_groups {
+            return self
+                .waiting
+                .range(lo..)
+                .take_while(|s| s.0 == *q)
+                .filter(|s| s.2 <= now)
+                .take(max)
+                .cloned()
+                .collect();
+        }
+        let group_of = |t: &Task| t.group.as_ref().map_or("", |g| g.as_str()).to_string();
+        let mut queues: BTreeMap<String, std::collections::VecDeque<Slot>> = BTreeMap::new();
+        for s in self.waiting.range(lo..).take_while(|s| s.0 == *q) {
+            if s.2 <= now {
+                let group = group_of(&self.tasks[&s.3]);
+                queues.entry(group).or_default().push_back(s.clone());
+            }
+        }
+        let mut room: HashMap<String, u64> = queues.keys().map(|g| (g.clone(), u64::MAX)).collect();
+        if let Some(cap) = settings.group_concurrency {
+            for (g, left) in room.iter_mut().filter(|(g, _)| !g.is_empty()) {
+                let leased = self
+                    .tasks
+                    .values()
+                    .filter(|t| t.queue == *q && t.state == TaskState::Leased)
+                    .filter(|t| group_of(t) == *g)
+                    .count() as u64;
+                *left = u64::from(cap).saturating_sub(leased);
+            }
+        }
+        let last = self.last_turn.get(q).cloned();
+        let mut order: Vec<String> = queues.keys().cloned().collect();
+        if let Some(last) = &last {
+            let after = order.iter().position(|g| g > last).unwrap_or(order.len());
+            order.rotate_left(after);
+        }
+        let mut out = Vec::new();
+        let mut served = None;
+        while out.len() < max {
+            let before = out.len();
+            for g in &order {
+                if out.len() >= max {
+                    break;
+                }
+                let left = room.get_mut(g).expect("every group has room counted");
+                if *left == 0 {
+                    continue;
+                }
+                if let Some(s) = queues.get_mut(g).and_then(|d| d.pop_front()) {
+                    *left -= 1;
+                    out.push(s);
+                    served = Some(g.clone());
+                }
+            }
+            if out.len() == before {
+                break;
+            }
+        }
+        if let Some(g) = served {
+            self.last_turn.insert(q.clone(), g);
+        }
+        out
     }
 
     /// The task `id` if `token` is its current lease token.
@@ -245,6 +327,7 @@ impl State {
         let Some(t) = self.tasks.remove(&id) else {
             return;
         };
+        self.grouped -= usize::from(t.group.is_some());
         self.waiting.remove(&slot(&t));
         if let Some(lease) = &t.lease {
             self.leases.remove(&(lease.expires_at, id));
@@ -399,6 +482,39 @@ impl State {
         let id = self.resolve(r)?;
         self.remove(id, now);
         Ok(())
+    }
+
+    pub(super) fn forget_memory_only(&mut self) {
+        self.last_turn.clear();
+        self.buckets.clear();
+    }
+
+    /// Queue `q`'s groups with tasks waiting or leased, busiest first.
+    pub(super) fn groups(
+        &self,
+        q: &QueueName,
+        limit: usize,
+    ) -> Result<Vec<GroupStats>, StoreError> {
+        spool_core::groups::validate_limit(limit)?;
+        let mut by_group: BTreeMap<TaskGroup, GroupStats> = BTreeMap::new();
+        for t in self.tasks.values().filter(|t| t.queue == *q) {
+            let Some(g) = &t.group else { continue };
+            let stats = by_group.entry(g.clone()).or_insert_with(|| GroupStats {
+                group: g.clone(),
+                waiting: 0,
+                leased: 0,
+            });
+            match t.state {
+                TaskState::Leased => stats.leased += 1,
+                TaskState::Dead => {}
+                _ => stats.waiting += 1,
+            }
+        }
+        let busy = by_group
+            .into_values()
+            .filter(|s| s.waiting + s.leased > 0)
+            .collect();
+        Ok(spool_core::groups::busiest_first(busy, limit))
     }
 
     pub(super) fn retry(&mut self, id: TaskId, now: Timestamp) -> Result<Task, StoreError> {
