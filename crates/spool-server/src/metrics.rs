@@ -21,11 +21,12 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use axum::http::Method;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use spool_core::{QueueStats, TaskState};
+use spool_core::{GroupStats, QueueName, QueueStats, TaskState};
 
 pub(crate) const TASKS: &str = "spool_tasks";
 pub(crate) const OLDEST_READY_AGE: &str = "spool_queue_oldest_ready_age_seconds";
 pub(crate) const PAUSED: &str = "spool_queue_paused";
+pub(crate) const GROUP_BACKLOG_MAX: &str = "spool_queue_group_backlog_max";
 pub(crate) const ENQUEUED: &str = "spool_tasks_enqueued_total";
 pub(crate) const COMPLETED: &str = "spool_tasks_completed_total";
 pub(crate) const FAILED: &str = "spool_tasks_failed_total";
@@ -118,6 +119,10 @@ fn describe() {
         "How long the oldest ready task of a queue has been claimable."
     );
     metrics::describe_gauge!(PAUSED, "1 when the queue is paused.");
+    metrics::describe_gauge!(
+        GROUP_BACKLOG_MAX,
+        "Tasks waiting in the queue's busiest group (0 without groups)."
+    );
     metrics::describe_counter!(ENQUEUED, "Tasks created (duplicates not counted).");
     metrics::describe_counter!(COMPLETED, "Tasks acked (completed or re-armed).");
     metrics::describe_counter!(FAILED, "Failures reported by workers.");
@@ -143,6 +148,13 @@ pub(crate) fn refresh_gauges(stats: &[QueueStats]) {
         metrics::gauge!(OLDEST_READY_AGE, "queue" => queue.clone()).set(age);
         metrics::gauge!(PAUSED, "queue" => queue).set(if q.paused { 1.0 } else { 0.0 });
     }
+}
+
+/// Sets a queue's group gauge from its busiest group, if it has one.
+pub(crate) fn refresh_group_gauge(queue: &QueueName, busiest: Option<&GroupStats>) {
+    let queue = queue_label(queue.as_str(), true);
+    let waiting = busiest.map_or(0.0, |g| g.waiting as f64);
+    metrics::gauge!(GROUP_BACKLOG_MAX, "queue" => queue).set(waiting);
 }
 
 /// The text exposition of every metric.

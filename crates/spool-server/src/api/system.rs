@@ -9,7 +9,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Serialize;
-use spool_core::StoreError;
+use spool_core::{QueueStats, StoreError};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
@@ -85,7 +85,10 @@ pub(super) async fn time(State(st): State<AppState>) -> Result<Json<TimeJson>, A
 )]
 pub(super) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
     match st.call(st.store().stats()).await {
-        Ok(stats) => metrics::refresh_gauges(&stats),
+        Ok(stats) => {
+            metrics::refresh_gauges(&stats);
+            refresh_group_gauges(&st, &stats).await;
+        }
         // Counters are still worth serving while the store is down.
         Err(e) => tracing::warn!(error = %e, "metrics: no stats from the store"),
     }
@@ -94,6 +97,25 @@ pub(super) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiE
         metrics::render(),
     )
         .into_response())
+}
+
+/// Each queue's busiest group, for its backlog gauge; a queue with nothing
+/// waiting or leased has none to ask about.
+async fn refresh_group_gauges(st: &AppState, stats: &[QueueStats]) {
+    for q in stats {
+        let c = q.counts;
+        let busiest = if c.ready + c.scheduled + c.leased == 0 {
+            Ok(Vec::new())
+        } else {
+            st.call(st.store().groups(&q.name, 1)).await
+        };
+        match busiest {
+            Ok(groups) => metrics::refresh_group_gauge(&q.name, groups.first()),
+            Err(e) => {
+                tracing::warn!(error = %e, queue = %q.name, "metrics: no groups from the store")
+            }
+        }
+    }
 }
 
 /// The OpenAPI document the router serves, handed to [`openapi`] by the
