@@ -2,7 +2,7 @@
 //! claim order, its counts, and which groups take turns at claims.
 //!
 //! Invariants, kept by `State::attach` and `State::detach` (the only
-//! writers of counts) and [`Groups::refresh`]:
+//! writers of counts) and [`Groups::change`]:
 //! - a group is here while it has tasks ready, scheduled or leased, and
 //!   its counts are exact;
 //! - `turns` holds exactly the groups with a ready task and a free slot
@@ -69,21 +69,17 @@ impl Groups {
         self.by_name.entry(g.clone()).or_default()
     }
 
-    pub(crate) fn get_mut(&mut self, g: &TaskGroup) -> Option<&mut Group> {
-        self.by_name.get_mut(g)
-    }
-
     /// Whether some group can hand out a task now.
     pub(crate) fn any_turn(&self) -> bool {
         !self.turns.is_empty()
     }
 
-    /// Puts group `g` in or out of the turns after its counts changed, and
-    /// forgets it once it has no task left to count.
-    pub(crate) fn refresh(&mut self, g: &TaskGroup, cap: Option<u32>) {
-        let Some(group) = self.by_name.get_mut(g) else {
-            return;
-        };
+    /// Lets `f` change group `g` (made empty if it was not here), then
+    /// puts it in or out of the turns, and forgets it once it has no task
+    /// left to count: one lookup for the whole change.
+    pub(crate) fn change(&mut self, g: &TaskGroup, cap: Option<u32>, f: impl FnOnce(&mut Group)) {
+        let group = self.by_name.entry(g.clone()).or_default();
+        f(group);
         let c = group.counts;
         let idle = c.ready + c.scheduled + c.leased == 0;
         let turn = c.ready > 0 && has_room(c.leased, cap);
@@ -178,8 +174,7 @@ mod tests {
     }
 
     fn ready(groups: &mut Groups, name: &str, cap: Option<u32>) {
-        groups.entry(&g(name)).counts.ready += 1;
-        groups.refresh(&g(name), cap);
+        groups.change(&g(name), cap, |group| group.counts.ready += 1);
     }
 
     #[test]
@@ -211,18 +206,16 @@ mod tests {
         let mut groups = Groups::default();
         ready(&mut groups, "a", Some(1));
         assert!(groups.any_turn());
-        let a = groups.entry(&g("a"));
-        a.counts.ready -= 1;
-        a.counts.leased += 1;
-        groups.refresh(&g("a"), Some(1));
+        groups.change(&g("a"), Some(1), |a| {
+            a.counts.ready -= 1;
+            a.counts.leased += 1;
+        });
         assert!(!groups.any_turn());
         ready(&mut groups, "a", Some(1));
         assert!(!groups.any_turn(), "full: one leased of one");
         groups.recap(Some(2));
         assert!(groups.any_turn(), "room again under a higher cap");
-        let a = groups.entry(&g("a"));
-        a.counts = GroupCounts::default();
-        groups.refresh(&g("a"), Some(2));
+        groups.change(&g("a"), Some(2), |a| a.counts = GroupCounts::default());
         assert!(groups.is_empty());
     }
 }

@@ -199,13 +199,15 @@ impl State {
         }
         let (q, kind, state, attempt) = (e.queue(), e.kind(), e.state, e.attempt);
         let queue = &mut self.queues[q as usize];
+        let cap = queue.settings.group_concurrency;
         match state {
             TaskState::Ready => {
                 match &group {
                     Some(g) => {
-                        let group = queue.groups.entry(g);
-                        group.ready.insert(e, id);
-                        group.counts.ready += 1;
+                        queue.groups.change(g, cap, |group| {
+                            group.ready.insert(e, id);
+                            group.counts.ready += 1;
+                        });
                         queue.groups.ready += 1;
                     }
                     None => queue.ready.insert(e, id),
@@ -218,7 +220,9 @@ impl State {
             TaskState::Scheduled => {
                 self.scheduled.insert((e.run_at, id));
                 if let Some(g) = &group {
-                    queue.groups.entry(g).counts.scheduled += 1;
+                    queue
+                        .groups
+                        .change(g, cap, |group| group.counts.scheduled += 1);
                 }
             }
             TaskState::Leased => {
@@ -226,13 +230,12 @@ impl State {
                     self.leases.insert((at, id));
                 }
                 if let Some(g) = &group {
-                    queue.groups.entry(g).counts.leased += 1;
+                    queue
+                        .groups
+                        .change(g, cap, |group| group.counts.leased += 1);
                 }
             }
             TaskState::Dead => {}
-        }
-        if let Some(g) = &group {
-            queue.groups.refresh(g, queue.settings.group_concurrency);
         }
         if state != TaskState::Ready {
             queue.members[state.index()].insert(id);
@@ -255,24 +258,28 @@ impl State {
         match (state, &group) {
             (TaskState::Ready, None) => queue.ready.remove(e, id),
             (TaskState::Ready, Some(g)) => {
-                if let Some(group) = queue.groups.get_mut(g) {
+                queue.groups.change(g, cap, |group| {
                     group.ready.remove(e, id);
                     group.counts.ready -= 1;
-                    queue.groups.ready -= 1;
-                }
+                });
+                queue.groups.ready -= 1;
             }
             (TaskState::Scheduled, _) => {
                 self.scheduled.remove(&(e.run_at, id));
-                if let Some(group) = group.as_ref().and_then(|g| queue.groups.get_mut(g)) {
-                    group.counts.scheduled -= 1;
+                if let Some(g) = &group {
+                    queue
+                        .groups
+                        .change(g, cap, |group| group.counts.scheduled -= 1);
                 }
             }
             (TaskState::Leased, _) => {
                 if let Some(at) = lease_expiry {
                     self.leases.remove(&(at, id));
                 }
-                if let Some(group) = group.as_ref().and_then(|g| queue.groups.get_mut(g)) {
-                    group.counts.leased -= 1;
+                if let Some(g) = &group {
+                    queue
+                        .groups
+                        .change(g, cap, |group| group.counts.leased -= 1);
                 }
                 // A freed slot may let a claim waiting on a full queue or
                 // group in.
@@ -284,9 +291,6 @@ impl State {
                 }
             }
             (TaskState::Dead, _) => {}
-        }
-        if let Some(g) = &group {
-            queue.groups.refresh(g, cap);
         }
         if state != TaskState::Ready {
             queue.members[state.index()].remove(&id);
