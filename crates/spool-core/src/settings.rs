@@ -144,9 +144,7 @@ impl QueueChange {
             paused: self.paused.unwrap_or(current.paused),
             rate_limit: self.rate_limit.unwrap_or(current.rate_limit),
             max_leased: self.max_leased.unwrap_or(current.max_leased),
-            group_concurrency: self
-                .group_concurrency
-                .unwrap_or(current.group_concurrency),
+            group_concurrency: self.group_concurrency.unwrap_or(current.group_concurrency),
         };
         changed.validate()?;
         Ok(changed)

@@ -418,11 +418,7 @@ pub trait Store: Send + Sync + 'static {
     /// first, then most leased, then by name; at most `limit` (1 to
     /// [`crate::groups::MAX_GROUP_STATS`]) of them. An unknown queue has
     /// none.
-    async fn groups(
-        &self,
-        queue: &QueueName,
-        limit: usize,
-    ) -> Result<Vec<GroupStats>, StoreError> {
+    async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
         let _ = (queue, limit);
         Err(StoreError::Unavailable("GROUPS-TODO".into()))
     }

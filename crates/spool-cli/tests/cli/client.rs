@@ -254,6 +254,8 @@ fn queue_limits_are_set_shown_and_removed() -> TestResult {
         "20",
         "--max-leased",
         "5",
+        "--group-concurrency",
+        "2",
         "--json",
     ]);
     let json: serde_json::Value = serde_json::from_str(&set)?;
@@ -262,13 +264,32 @@ fn queue_limits_are_set_shown_and_removed() -> TestResult {
         serde_json::json!({"limit": 100, "period_ms": 1000, "burst": 20})
     );
     assert_eq!(json["max_leased"], 5);
+    assert_eq!(json["group_concurrency"], 2);
     let shown = server.ok(&["queue", "metered"]);
     assert!(shown.contains("rate limit 100/1000ms, burst 20"), "{shown}");
     assert!(shown.contains("max leased 5"), "{shown}");
-    let cleared = server.ok(&["queue", "metered", "--no-rate-limit", "--json"]);
+    assert!(shown.contains("group concurrency 2"), "{shown}");
+    let cleared = server.ok(&[
+        "queue",
+        "metered",
+        "--no-rate-limit",
+        "--no-group-concurrency",
+        "--json",
+    ]);
     let json: serde_json::Value = serde_json::from_str(&cleared)?;
     assert!(json.get("rate_limit").is_none(), "{cleared}");
+    assert!(json.get("group_concurrency").is_none(), "{cleared}");
     assert_eq!(json["max_leased"], 5, "the other limit stays");
+    let shown = server.ok(&["queue", "metered"]);
+    assert!(shown.contains("group concurrency none"), "{shown}");
+    let both = server.spool(&[
+        "queue",
+        "metered",
+        "--group-concurrency",
+        "2",
+        "--no-group-concurrency",
+    ]);
+    assert!(!both.status.success());
     let bad = server.spool(&["queue", "metered", "--rate-limit", "fast"]);
     assert!(!bad.status.success());
     assert!(
@@ -276,40 +297,6 @@ fn queue_limits_are_set_shown_and_removed() -> TestResult {
         "{}",
         text(&bad.stderr)
     );
-    Ok(())
-}
-
-#[test]
-fn group_concurrency_is_set_shown_and_removed() -> TestResult {
-    let server = CliServer::start()?;
-    server.ok(&["enqueue", "fetch"]);
-    let set = server.ok(&[
-        "queue",
-        "fetch",
-        "--group-concurrency",
-        "2",
-        "--max-leased",
-        "9",
-        "--json",
-    ]);
-    let json: serde_json::Value = serde_json::from_str(&set)?;
-    assert_eq!(json["group_concurrency"], 2, "{set}");
-    let shown = server.ok(&["queue", "fetch"]);
-    assert!(shown.contains("group concurrency 2"), "{shown}");
-    let cleared = server.ok(&["queue", "fetch", "--no-group-concurrency", "--json"]);
-    let json: serde_json::Value = serde_json::from_str(&cleared)?;
-    assert!(json.get("group_concurrency").is_none(), "{cleared}");
-    assert_eq!(json["max_leased"], 9, "the other limit stays");
-    let shown = server.ok(&["queue", "fetch"]);
-    assert!(shown.contains("group concurrency none"), "{shown}");
-    let both = server.spool(&[
-        "queue",
-        "fetch",
-        "--group-concurrency",
-        "2",
-        "--no-group-concurrency",
-    ]);
-    assert!(!both.status.success());
     Ok(())
 }
 

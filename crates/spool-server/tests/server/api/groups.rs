@@ -4,7 +4,12 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::api::support::TestServer;
+use crate::api::support::{Answer, TestServer};
+
+/// `PUT /v1/queues/fair` with `body`.
+async fn put_fair(s: &TestServer, body: &str) -> Answer {
+    s.send(Method::PUT, "/v1/queues/fair", Some(body)).await
+}
 
 /// The groups of `tasks`, sorted, `None` for a task without one.
 fn groups_of(tasks: &Value) -> Vec<Option<String>> {
@@ -73,17 +78,16 @@ async fn malformed_groups_are_refused_and_nothing_is_enqueued() {
 #[tokio::test]
 async fn group_concurrency_is_set_kept_and_removed() {
     let s = TestServer::start().await;
-    let put = |body: &'static str| s.send(Method::PUT, "/v1/queues/fair", Some(body));
-    let a = put(r#"{"group_concurrency":3}"#).await;
+    let a = put_fair(&s, r#"{"group_concurrency":3}"#).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.text);
     assert_eq!(a.json["group_concurrency"], 3);
     assert_eq!(s.get("/v1/queues/fair").await.json["group_concurrency"], 3);
-    let a = put(r#"{"max_attempts":4}"#).await;
+    let a = put_fair(&s, r#"{"max_attempts":4}"#).await;
     assert_eq!(a.json["group_concurrency"], 3, "other changes keep it");
-    put(r#"{"group_concurrency":0}"#)
+    put_fair(&s, r#"{"group_concurrency":0}"#)
         .await
         .assert_error(400, "bad_request");
-    let a = put(r#"{"group_concurrency":null}"#).await;
+    let a = put_fair(&s, r#"{"group_concurrency":null}"#).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.text);
     assert!(a.json.get("group_concurrency").is_none(), "{}", a.text);
     assert_eq!(a.json["max_attempts"], 4);
@@ -92,13 +96,7 @@ async fn group_concurrency_is_set_kept_and_removed() {
 #[tokio::test]
 async fn group_concurrency_bounds_each_groups_leases() {
     let s = TestServer::start().await;
-    let a = s
-        .send(
-            Method::PUT,
-            "/v1/queues/fair",
-            Some(r#"{"group_concurrency":1}"#),
-        )
-        .await;
+    let a = put_fair(&s, r#"{"group_concurrency":1}"#).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.text);
     let a = s
         .post(
