@@ -164,3 +164,22 @@ def test_traceparent_is_kept_and_a_malformed_one_refused(client: Client, queue: 
     assert client.get(plain.id).traceparent is None
     with pytest.raises(BadRequest):
         client.enqueue(queue, traceparent="00-not-a-trace-01")
+
+
+def test_group_is_kept_and_a_malformed_one_refused(client: Client, queue: str) -> None:
+    grouped = client.enqueue(queue, {"n": 1}, group="customer 42 ü")
+    batch = client.enqueue_many(queue, [TaskSpec({"n": 2}, group="acme"), TaskSpec({"n": 3})])
+    assert client.get(grouped.id).group == "customer 42 ü"
+    assert client.get(batch[0].id).group == "acme"
+    assert client.get(batch[1].id).group is None
+    with pytest.raises(BadRequest):
+        client.enqueue(queue, group="")
+
+
+def test_group_concurrency_is_set_kept_and_removed(client: Client, queue: str) -> None:
+    assert client.put_queue(queue, group_concurrency=3).group_concurrency == 3
+    assert client.settings(queue).group_concurrency == 3
+    assert client.put_queue(queue, max_attempts=4).group_concurrency == 3
+    with pytest.raises(BadRequest):
+        client.put_queue(queue, group_concurrency=0)
+    assert client.put_queue(queue, group_concurrency=None).group_concurrency is None

@@ -31,6 +31,12 @@ export interface TaskOptions {
     leaseMs?: number;
     /** The producer's W3C trace context, which the task's runs join. */
     traceparent?: string;
+    /**
+     * The task's group in its queue (a customer, an API host; 1-128 bytes):
+     * claims take from the groups in turn, and the queue's `groupConcurrency`
+     * caps each group's tasks leased at once.
+     */
+    group?: string;
 }
 /** One task of a batch for `enqueueMany`. */
 export interface TaskSpec extends TaskOptions {
@@ -54,6 +60,8 @@ export interface QueueOptions {
     backoffMaxMs?: number;
     dedupWindowMs?: number;
     maxPayload?: number;
+    /** Tasks of one group leased at once, at least 1; `null` removes the cap. */
+    groupConcurrency?: number | null;
 }
 export interface ScheduleOptions {
     queue: string;

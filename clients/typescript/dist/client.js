@@ -30,6 +30,7 @@ function taskBody(spec) {
         max_attempts: spec.maxAttempts,
         lease_ms: spec.leaseMs,
         traceparent: spec.traceparent,
+        group: spec.group,
     });
 }
 export class Client {
@@ -176,6 +177,7 @@ export class Client {
             backoff_max_ms: options.backoffMaxMs,
             dedup_window_ms: options.dedupWindowMs,
             max_payload: options.maxPayload,
+            group_concurrency: options.groupConcurrency,
         });
         return settingsOf(await this.request("PUT", `/v1/queues/${seg(queue)}`, body));
     }

@@ -45,6 +45,8 @@ export interface Task {
     updatedAt: Date;
     /** The W3C trace context given at enqueue, if any. */
     traceparent: string | null;
+    /** The task's group in its queue, if any. */
+    group: string | null;
 }
 export interface Counts {
     scheduled: number;
@@ -67,6 +69,8 @@ export interface QueueSettings {
     dedupWindowMs: number;
     maxPayload: number;
     paused: boolean;
+    /** Tasks of one group leased at once; `null`: no cap. */
+    groupConcurrency: number | null;
 }
 export interface Schedule {
     name: string;

@@ -54,6 +54,7 @@ export function taskOf(obj) {
         createdAt: time(obj.created_at),
         updatedAt: time(obj.updated_at),
         traceparent: obj.traceparent ?? null,
+        group: obj.group ?? null,
     };
 }
 export function statsOf(obj) {
@@ -74,6 +75,7 @@ export function settingsOf(obj) {
         dedupWindowMs: obj.dedup_window_ms,
         maxPayload: obj.max_payload,
         paused: obj.paused,
+        groupConcurrency: obj.group_concurrency ?? null,
     };
 }
 export function scheduleOf(obj) {

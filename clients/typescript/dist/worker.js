@@ -245,6 +245,7 @@ export class Worker {
             queue: task.queue,
             kind: task.kind,
             key: task.key,
+            group: task.group,
             attempt: task.attempt,
             maxAttempts: task.maxAttempts,
             payload: task.payload,

@@ -50,6 +50,12 @@ export interface TaskOptions {
   leaseMs?: number;
   /** The producer's W3C trace context, which the task's runs join. */
   traceparent?: string;
+  /**
+   * The task's group in its queue (a customer, an API host; 1-128 bytes):
+   * claims take from the groups in turn, and the queue's `groupConcurrency`
+   * caps each group's tasks leased at once.
+   */
+  group?: string;
 }
 
 /** One task of a batch for `enqueueMany`. */
@@ -77,6 +83,8 @@ export interface QueueOptions {
   backoffMaxMs?: number;
   dedupWindowMs?: number;
   maxPayload?: number;
+  /** Tasks of one group leased at once, at least 1; `null` removes the cap. */
+  groupConcurrency?: number | null;
 }
 
 export interface ScheduleOptions {
@@ -114,6 +122,7 @@ function taskBody(spec: TaskSpec): Record<string, unknown> {
     max_attempts: spec.maxAttempts,
     lease_ms: spec.leaseMs,
     traceparent: spec.traceparent,
+    group: spec.group,
   });
 }
 
@@ -302,6 +311,7 @@ export class Client {
       backoff_max_ms: options.backoffMaxMs,
       dedup_window_ms: options.dedupWindowMs,
       max_payload: options.maxPayload,
+      group_concurrency: options.groupConcurrency,
     });
     return settingsOf(await this.request("PUT", `/v1/queues/${seg(queue)}`, body));
   }

@@ -49,6 +49,8 @@ export interface Task {
   updatedAt: Date;
   /** The W3C trace context given at enqueue, if any. */
   traceparent: string | null;
+  /** The task's group in its queue, if any. */
+  group: string | null;
 }
 
 export interface Counts {
@@ -74,6 +76,8 @@ export interface QueueSettings {
   dedupWindowMs: number;
   maxPayload: number;
   paused: boolean;
+  /** Tasks of one group leased at once; `null`: no cap. */
+  groupConcurrency: number | null;
 }
 
 export interface Schedule {
@@ -151,6 +155,7 @@ export function taskOf(obj: Wire): Task {
     createdAt: time(obj.created_at),
     updatedAt: time(obj.updated_at),
     traceparent: obj.traceparent ?? null,
+    group: obj.group ?? null,
   };
 }
 
@@ -173,6 +178,7 @@ export function settingsOf(obj: Wire): QueueSettings {
     dedupWindowMs: obj.dedup_window_ms,
     maxPayload: obj.max_payload,
     paused: obj.paused,
+    groupConcurrency: obj.group_concurrency ?? null,
   };
 }
 

@@ -35,6 +35,8 @@ export interface TaskContext {
   readonly queue: string;
   readonly kind: string;
   readonly key: string | null;
+  /** The group the task was enqueued in, if any. */
+  readonly group: string | null;
   /** 1 on the first run, 2 on the first retry, and so on. */
   readonly attempt: number;
   readonly maxAttempts: number;
@@ -313,6 +315,7 @@ export class Worker {
       queue: task.queue,
       kind: task.kind,
       key: task.key,
+      group: task.group,
       attempt: task.attempt,
       maxAttempts: task.maxAttempts,
       payload: task.payload,

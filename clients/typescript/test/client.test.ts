@@ -35,6 +35,28 @@ for (const store of STORES) {
       await assert.rejects(env.client.enqueue(q, null, { traceparent: "00-nope-01" }), BadRequest);
     });
 
+    it("keeps a task's group and refuses a malformed one", async () => {
+      const q = freshQueue();
+      const grouped = await env.client.enqueue(q, { n: 1 }, { group: "customer 42 ü" });
+      const [acme, plain] = await env.client.enqueueMany(q, [
+        { payload: 2, group: "acme" },
+        { payload: 3 },
+      ]);
+      assert.equal((await env.client.get(grouped.id)).group, "customer 42 ü");
+      assert.equal((await env.client.get(acme!.id)).group, "acme");
+      assert.equal((await env.client.get(plain!.id)).group, null);
+      await assert.rejects(env.client.enqueue(q, null, { group: "" }), BadRequest);
+    });
+
+    it("sets, keeps and removes a queue's group concurrency", async () => {
+      const q = freshQueue();
+      assert.equal((await env.client.putQueue(q, { groupConcurrency: 3 })).groupConcurrency, 3);
+      assert.equal((await env.client.settings(q)).groupConcurrency, 3);
+      assert.equal((await env.client.putQueue(q, { maxAttempts: 4 })).groupConcurrency, 3);
+      await assert.rejects(env.client.putQueue(q, { groupConcurrency: 0 }), BadRequest);
+      assert.equal((await env.client.putQueue(q, { groupConcurrency: null })).groupConcurrency, null);
+    });
+
     it("returns the first task for a repeated idempotency key", async () => {
       const q = freshQueue();
       const first = await env.client.enqueue(q, { v: 1 }, { key: "order-7" });

@@ -4,7 +4,7 @@
 //! `check::CheckArgs`, `bench::BenchArgs`); doc comments here and there are
 //! the `--help` text, which is meant to be the only documentation a new user
 //! needs. The client commands of docs/spec.md §8 (enqueue, stats, tasks, retry,
-//! pause/resume, queue, schedule) talk to a running server; their modules are
+//! pause/resume, queue, groups, schedule) talk to a running server; their modules are
 //! under `client`.
 
 use clap::{Parser, Subcommand};
@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use crate::bench::{self, BenchArgs};
 use crate::check::{self, CheckArgs};
 use crate::client::enqueue::{self, EnqueueArgs};
+use crate::client::groups::{self, GroupsArgs};
 use crate::client::pause::{self, QueueArgs};
 use crate::client::queue::{self, QueueSettingsArgs};
 use crate::client::retry::{self, RetryArgs};
@@ -25,7 +26,7 @@ use crate::serve::{self, ServeArgs};
 /// Tasks are recorded durably (fdatasync before any acknowledgement) in a
 /// data directory, claimed by workers under a lease, and acked or failed.
 /// This binary serves the HTTP API, talks to a running server (enqueue,
-/// stats, tasks, retry, pause/resume, schedule: `--url`/SPOOL_URL,
+/// stats, tasks, retry, pause/resume, queue, groups, schedule: `--url`/SPOOL_URL,
 /// `--token`/SPOOL_TOKEN), checks data directories and benchmarks the store.
 #[derive(Debug, Parser)]
 #[command(name = "spool", version, propagate_version = true)]
@@ -64,9 +65,12 @@ pub(crate) enum Command {
     /// Hand out a paused queue's tasks again.
     #[command(long_about = pause::RESUME_ABOUT)]
     Resume(QueueArgs),
-    /// Show a queue's settings, or change its rate limit and max leased.
+    /// Show a queue's settings, or change its claim limits.
     #[command(long_about = queue::ABOUT)]
     Queue(QueueSettingsArgs),
+    /// A queue's busiest groups: tasks waiting and leased per group.
+    #[command(long_about = groups::ABOUT)]
+    Groups(GroupsArgs),
     /// Create, list or remove schedules (periodic or cron tasks).
     #[command(long_about = schedule::ABOUT)]
     Schedule(ScheduleArgs),
@@ -88,6 +92,7 @@ impl Command {
             | Command::Pause(_)
             | Command::Resume(_)
             | Command::Queue(_)
+            | Command::Groups(_)
             | Command::Schedule(_) => "warn",
         }
     }

@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         Command::Pause(args) => client::pause::run(args, true),
         Command::Resume(args) => client::pause::run(args, false),
         Command::Queue(args) => client::queue::run(args),
+        Command::Groups(args) => client::groups::run(args),
         Command::Schedule(args) => client::schedule::run(args),
     };
     match outcome {

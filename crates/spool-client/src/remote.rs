@@ -6,11 +6,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::json;
+use spool_core::groups::validate_limit;
 use spool_core::store::validate_lease_wait;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListOrder, ListRequest, NewTask,
-    QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError,
-    Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
+    ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken, ListOrder,
+    ListRequest, NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule,
+    ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 
 use crate::http::{self, segment, Http, Target};
@@ -382,6 +383,16 @@ impl Store for RemoteStore {
             .into_iter()
             .map(wire::QueueIn::into_stats)
             .collect()
+    }
+
+    async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
+        validate_limit(limit)?;
+        let http_req = self
+            .http
+            .request(Method::GET, &queue_path(queue, "/groups"), Duration::ZERO)
+            .query(&[("limit", limit)]);
+        let bytes = self.http.send(http_req, Target::Queue(queue)).await?;
+        http::parse::<wire::GroupsIn>(&bytes)?.into_stats()
     }
 
     async fn put_queue(

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use spool_core::task::RunAt;
 use spool_core::{
-    ErrorRecord, Kind, Lease, LeaseToken, NewTask, Payload, PayloadFormat, QueueName, QueueStats,
-    StateCounts, StoreError, Task, TaskId, TaskKey, TaskState, Timestamp,
+    ErrorRecord, GroupStats, Kind, Lease, LeaseToken, NewTask, Payload, PayloadFormat, QueueName,
+    QueueStats, StateCounts, StoreError, Task, TaskGroup, TaskId, TaskKey, TaskState, Timestamp,
 };
 
 use spool_core::rfc3339;
@@ -84,6 +84,8 @@ pub(crate) struct EnqueueItem<'a> {
     pub lease_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<&'a str>,
 }
 
 impl<'a> EnqueueItem<'a> {
@@ -105,6 +107,7 @@ impl<'a> EnqueueItem<'a> {
             max_attempts: t.max_attempts,
             lease_ms: t.lease_ms,
             traceparent: t.traceparent.as_deref(),
+            group: t.group.as_ref().map(TaskGroup::as_str),
         })
     }
 }
@@ -184,6 +187,10 @@ pub(crate) struct TaskIn<'a> {
     /// Absent from the answers of servers older than trace context.
     #[serde(default)]
     traceparent: Option<String>,
+    /// Absent for a task without a group, and from servers older than
+    /// groups.
+    #[serde(default)]
+    group: Option<String>,
 }
 
 impl TaskIn<'_> {
@@ -240,7 +247,11 @@ impl TaskIn<'_> {
             created_at: time_in("created_at", &self.created_at)?,
             updated_at: time_in("updated_at", &self.updated_at)?,
             traceparent: self.traceparent,
-            group: None, // GROUPS-WIRE
+            group: self
+                .group
+                .map(TaskGroup::new)
+                .transpose()
+                .map_err(bad_answer)?,
         })
     }
 }
@@ -308,6 +319,35 @@ impl QueueIn {
     }
 }
 
+/// One group of `GET /v1/queues/{queue}/groups`.
+#[derive(Debug, Deserialize)]
+struct GroupIn {
+    group: String,
+    waiting: u64,
+    leased: u64,
+}
+
+/// `{"groups": [...]}`, busiest first.
+#[derive(Debug, Deserialize)]
+pub(crate) struct GroupsIn {
+    groups: Vec<GroupIn>,
+}
+
+impl GroupsIn {
+    pub(crate) fn into_stats(self) -> Result<Vec<GroupStats>, StoreError> {
+        self.groups
+            .into_iter()
+            .map(|g| {
+                Ok(GroupStats {
+                    group: TaskGroup::new(g.group).map_err(bad_answer)?,
+                    waiting: g.waiting,
+                    leased: g.leased,
+                })
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct AckResultIn {
     pub status: u16,
@@ -338,5 +378,86 @@ pub(crate) struct TimeIn {
 impl TimeIn {
     pub(crate) fn into_timestamp(self) -> Result<Timestamp, StoreError> {
         time_in("now", &self.now)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A task answer with `extra` fields added to the ones every server
+    /// sends.
+    fn task_json(extra: &str) -> String {
+        format!(
+            r#"{{"id":7,"queue":"q","kind":"q","payload":null,"priority":0,
+                "run_at":"2026-11-21T23:59:00.123Z","key":null,"attempt":0,
+                "max_attempts":20,"lease_ms":null,"state":"ready","lease":null,
+                "errors":[],"created_at":"2026-11-21T23:59:00.123Z",
+                "updated_at":"2026-11-21T23:59:00.123Z"{extra}}}"#
+        )
+    }
+
+    fn task(json: &str) -> Result<Task, StoreError> {
+        serde_json::from_str::<TaskIn<'_>>(json)
+            .unwrap()
+            .into_task(None)
+    }
+
+    #[test]
+    fn a_tasks_group_is_read_and_absent_means_none() {
+        let t = task(&task_json(r#","group":"customer 42 ü""#)).unwrap();
+        assert_eq!(t.group.unwrap().as_str(), "customer 42 ü");
+        assert_eq!(task(&task_json("")).unwrap().group, None);
+        assert_eq!(task(&task_json(r#","group":null"#)).unwrap().group, None);
+        assert!(matches!(
+            task(&task_json(r#","group":"""#)),
+            Err(StoreError::Internal(_))
+        ));
+    }
+
+    #[test]
+    fn an_enqueue_item_sends_its_group_only_when_it_has_one() {
+        let grouped = NewTask::default().group(TaskGroup::new("acme").unwrap());
+        let json = serde_json::to_value(EnqueueItem::new(&grouped).unwrap()).unwrap();
+        assert_eq!(json["group"], "acme");
+        let plain = serde_json::to_value(EnqueueItem::new(&NewTask::default()).unwrap()).unwrap();
+        assert!(plain.get("group").is_none(), "{plain}");
+    }
+
+    #[test]
+    fn groups_are_read_in_the_order_sent() {
+        let answer = r#"{"groups":[{"group":"b","waiting":3,"leased":1},
+                                   {"group":"a","waiting":0,"leased":2}]}"#;
+        let groups = serde_json::from_str::<GroupsIn>(answer)
+            .unwrap()
+            .into_stats()
+            .unwrap();
+        let seen: Vec<_> = groups
+            .iter()
+            .map(|g| (g.group.as_str(), g.waiting, g.leased))
+            .collect();
+        assert_eq!(seen, [("b", 3, 1), ("a", 0, 2)]);
+        let bad = r#"{"groups":[{"group":"..","waiting":0,"leased":0}]}"#;
+        assert!(serde_json::from_str::<GroupsIn>(bad)
+            .unwrap()
+            .into_stats()
+            .is_err());
+    }
+
+    #[test]
+    fn settings_carry_group_concurrency() {
+        let json = r#"{"lease_ms":30000,"max_attempts":20,"backoff_base_ms":1000,
+                       "backoff_max_ms":3600000,"dedup_window_ms":900000,
+                       "max_payload":1048576,"paused":false,"group_concurrency":4}"#;
+        let s: spool_core::QueueSettings =
+            serde_json::from_str::<SettingsJson>(json).unwrap().into();
+        assert_eq!(s.group_concurrency, Some(4));
+        let change = spool_core::QueueChange {
+            group_concurrency: Some(None),
+            ..Default::default()
+        };
+        let body = serde_json::to_value(SettingsBody::from(change)).unwrap();
+        assert_eq!(body, serde_json::json!({"group_concurrency": null}));
     }
 }

@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use spool_client::RemoteStore;
+use spool_client::{RemoteStore, RespStore};
 use spool_core::{
-    ClaimRequest, NewTask, Payload, PayloadFormat, QueueName, Store, StoreError, TaskKey,
-    TaskPatch, TaskRef,
+    ClaimRequest, GroupStats, NewTask, Payload, PayloadFormat, QueueChange, QueueName, Store,
+    StoreError, TaskGroup, TaskKey, TaskPatch, TaskRef,
 };
 use spool_server::{ServerConfig, TlsConfig};
 use spool_testkit::server::Server;
@@ -178,4 +178,76 @@ async fn https_with_a_trusted_certificate() {
         untrusting.now().await,
         Err(StoreError::Unavailable(_))
     ));
+}
+
+/// Both clients of one server: HTTP and RESP.
+async fn both_clients(s: &Server) -> [Box<dyn Store>; 2] {
+    let resp = s.resp.expect("a RESP listener").to_string();
+    [
+        Box::new(RemoteStore::new(format!("http://{}", s.addr), None).unwrap()),
+        Box::new(RespStore::new(resp, None)),
+    ]
+}
+
+#[tokio::test]
+async fn groups_and_group_concurrency_round_trip_through_both_clients() {
+    let s = Server::builder()
+        .resp(spool_server::RespLimits::default())
+        .start()
+        .await;
+    for (i, store) in both_clients(&s).await.iter().enumerate() {
+        let queue = q(&format!("fair{i}"));
+        let group = TaskGroup::new("customer 42 ü").unwrap();
+        let out = store
+            .enqueue(
+                &queue,
+                vec![
+                    NewTask::default().group(group.clone()),
+                    NewTask::default().group(group.clone()),
+                    NewTask::default(),
+                ],
+            )
+            .await
+            .unwrap();
+        let got = store.get(TaskRef::Id(out[0].id)).await.unwrap();
+        assert_eq!(got.group.as_ref(), Some(&group), "client {i}");
+        let plain = store.get(TaskRef::Id(out[2].id)).await.unwrap();
+        assert_eq!(plain.group, None, "client {i}");
+
+        let change = QueueChange {
+            group_concurrency: Some(Some(1)),
+            ..QueueChange::default()
+        };
+        let settings = store.put_queue(&queue, change).await.unwrap();
+        assert_eq!(settings.group_concurrency, Some(1), "client {i}");
+        let read = store.get_queue(&queue).await.unwrap();
+        assert_eq!(read.group_concurrency, Some(1), "client {i}");
+
+        let claimed = store
+            .claim(ClaimRequest::new(queue.clone(), "w").max(10))
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 2, "one of the group, and the plain task");
+        let groups = store.groups(&queue, 10).await.unwrap();
+        assert_eq!(
+            groups,
+            vec![GroupStats {
+                group: group.clone(),
+                waiting: 1,
+                leased: 1,
+            }],
+            "client {i}"
+        );
+        assert!(matches!(
+            store.groups(&queue, 0).await,
+            Err(StoreError::BadRequest(_))
+        ));
+
+        let removed = QueueChange {
+            group_concurrency: Some(None),
+            ..QueueChange::default()
+        };
+        let settings = store.put_queue(&queue, removed).await.unwrap();
+        assert_eq!(settings.group_concurrency, None, "client {i}");
+    }
 }

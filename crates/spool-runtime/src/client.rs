@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spool_core::{
-    EnqueueOutcome, Kind, NewTask, QueueName, Schedule, ScheduleSpec, Store, StoreError, TaskKey,
-    Timestamp,
+    EnqueueOutcome, Kind, NewTask, QueueName, Schedule, ScheduleSpec, Store, StoreError, TaskGroup,
+    TaskKey, Timestamp,
 };
 
 use crate::error::EnqueueError;
@@ -25,11 +25,13 @@ impl std::fmt::Debug for Client {
     }
 }
 
-/// How one job is enqueued: when, in which order, under which key.
+/// How one job is enqueued: when, in which order, under which key, in
+/// which group.
 #[derive(Clone, Debug, Default)]
 pub struct EnqueueOptions {
     task: NewTask,
     key: Option<String>,
+    group: Option<String>,
 }
 
 impl EnqueueOptions {
@@ -84,12 +86,24 @@ impl EnqueueOptions {
         self
     }
 
+    /// The group the task belongs to in its queue (a customer, an API
+    /// host; 1–128 bytes): claims take from a queue's groups in turn, and
+    /// its `group_concurrency` bounds each group's tasks leased at once. A
+    /// malformed one makes the enqueue fail with a name error.
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.group = Some(group.into());
+        self
+    }
+
     fn into_task<J: Job>(self, job: &J, kind: &Kind) -> Result<NewTask, EnqueueError> {
         let mut task = self.task;
         task.payload = job::encode(job)?;
         task.kind = Some(kind.clone());
         if let Some(key) = self.key {
             task.key = Some(TaskKey::new(key)?);
+        }
+        if let Some(group) = self.group {
+            task.group = Some(TaskGroup::new(group)?);
         }
         Ok(task)
     }
@@ -179,5 +193,36 @@ impl Client {
     /// Removes a schedule; tasks it already enqueued stay.
     pub async fn delete_schedule(&self, name: &str) -> Result<(), EnqueueError> {
         Ok(self.store.delete_schedule(&Kind::new(name)?).await?)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+
+    #[derive(Serialize, Deserialize)]
+    struct Fetch;
+
+    impl Job for Fetch {
+        const KIND: &'static str = "fetch";
+    }
+
+    #[test]
+    fn options_put_the_task_in_its_group() {
+        let kind = Kind::new("fetch").unwrap();
+        let task = EnqueueOptions::new()
+            .group("api.example.com")
+            .into_task(&Fetch, &kind)
+            .unwrap();
+        assert_eq!(task.group.unwrap().as_str(), "api.example.com");
+        let plain = EnqueueOptions::new().into_task(&Fetch, &kind).unwrap();
+        assert_eq!(plain.group, None);
+        assert!(matches!(
+            EnqueueOptions::new().group("").into_task(&Fetch, &kind),
+            Err(EnqueueError::Name(_))
+        ));
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use spool_core::schedule::tick_key;
 use spool_core::{
-    Kind, LeaseToken, QueueName, Store, StoreError, Task, TaskId, TaskKey, Timestamp,
+    Kind, LeaseToken, QueueName, Store, StoreError, Task, TaskGroup, TaskId, TaskKey, Timestamp,
 };
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -155,6 +155,11 @@ impl Context {
     /// run's own side effects.
     pub fn key(&self) -> Option<&TaskKey> {
         self.inner.task.key.as_ref()
+    }
+
+    /// The group it was enqueued in, if any (a customer, an API host).
+    pub fn group(&self) -> Option<&TaskGroup> {
+        self.inner.task.group.as_ref()
     }
 
     /// The task as claimed (payload, errors of earlier attempts, ...).

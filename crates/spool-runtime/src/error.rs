@@ -134,7 +134,7 @@ pub enum EnqueueError {
     /// The job did not serialize to JSON.
     #[error("cannot encode the payload as JSON: {0}")]
     Encode(#[from] serde_json::Error),
-    /// A queue, kind, key or schedule name is not valid.
+    /// A queue, kind, key, group or schedule name is not valid.
     #[error(transparent)]
     Name(#[from] NameError),
     /// What the store answered.

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
@@ -109,6 +110,7 @@ class TaskSpec:
     max_attempts: int | None = None
     lease: Duration | None = None
     traceparent: str | None = None
+    group: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return _compact(
@@ -122,6 +124,7 @@ class TaskSpec:
                 "max_attempts": self.max_attempts,
                 "lease_ms": _ms(self.lease),
                 "traceparent": self.traceparent,
+                "group": self.group,
             }
         )
 
@@ -146,15 +149,20 @@ def enqueue(
     kind: str | None = None,
     lease: Duration | None = None,
     traceparent: str | None = None,
+    group: str | None = None,
 ) -> Op[Enqueued]:
     """Create one task; with ``key``, a live (or recently done) task with it wins.
 
     ``bytes`` payloads travel as bytes, anything else as JSON. ``lease`` is the
     task's own lease (its time-to-run): a claim leases it this long.
     ``traceparent`` is the producer's W3C trace context, which the task's runs
-    join.
+    join. ``group`` puts the task in a group of its queue (a customer, an API
+    host; 1-128 bytes): claims take from the groups in turn, and the queue's
+    ``group_concurrency`` caps each group's tasks leased at once.
     """
-    spec = TaskSpec(payload, kind, key, delay, run_at, priority, max_attempts, lease, traceparent)
+    spec = TaskSpec(
+        payload, kind, key, delay, run_at, priority, max_attempts, lease, traceparent, group
+    )
     return Op("POST", f"/v1/queues/{_seg(queue)}/tasks", _first_enqueued, spec.to_json())
 
 
@@ -327,6 +335,12 @@ def settings(queue: str) -> Op[QueueSettings]:
     return Op("GET", f"/v1/queues/{_seg(queue)}", _settings)
 
 
+class _Keep(Enum):
+    """The default of a setting that ``None`` removes: leave it as it is."""
+
+    KEEP = "keep"
+
+
 def put_queue(
     queue: str,
     *,
@@ -336,8 +350,13 @@ def put_queue(
     backoff_max: Duration | None = None,
     dedup_window: Duration | None = None,
     max_payload: int | None = None,
+    group_concurrency: int | _Keep | None = _Keep.KEEP,
 ) -> Op[QueueSettings]:
-    """Create a queue or change its settings; absent ones keep their values."""
+    """Create a queue or change its settings; absent ones keep their values.
+
+    ``group_concurrency`` caps the tasks of any one group leased at once;
+    ``None`` removes the cap.
+    """
     body = _compact(
         {
             "lease_ms": _ms(lease),
@@ -348,6 +367,8 @@ def put_queue(
             "max_payload": max_payload,
         }
     )
+    if group_concurrency is not _Keep.KEEP:
+        body["group_concurrency"] = group_concurrency
     return Op("PUT", f"/v1/queues/{_seg(queue)}", _settings, body)
 
 

@@ -42,6 +42,11 @@ class Context:
         return self.task.key
 
     @property
+    def group(self) -> str | None:
+        """The group the task was enqueued in, if any."""
+        return self.task.group
+
+    @property
     def attempt(self) -> int:
         """1 on the first run, 2 on the first retry, and so on."""
         return self.task.attempt

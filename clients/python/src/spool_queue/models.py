@@ -95,6 +95,7 @@ class Task:
     created_at: datetime
     updated_at: datetime
     traceparent: str | None = None
+    group: str | None = None
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Task:
@@ -121,6 +122,7 @@ class Task:
             created_at=parse_time(obj["created_at"]),
             updated_at=parse_time(obj["updated_at"]),
             traceparent=obj.get("traceparent"),
+            group=obj.get("group"),
         )
 
 
@@ -164,6 +166,8 @@ class QueueSettings:
     dedup_window_ms: int
     max_payload: int
     paused: bool
+    group_concurrency: int | None = None
+    """Tasks of one group leased at once; ``None``: no cap."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> QueueSettings:
@@ -175,6 +179,7 @@ class QueueSettings:
             dedup_window_ms=int(obj["dedup_window_ms"]),
             max_payload=int(obj["max_payload"]),
             paused=bool(obj["paused"]),
+            group_concurrency=obj.get("group_concurrency"),
         )
 
 

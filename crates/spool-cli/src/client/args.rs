@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use spool_core::{Kind, Payload, QueueName, TaskKey};
+use spool_core::{Kind, Payload, QueueName, TaskGroup, TaskKey};
 
 pub(crate) fn queue(s: &str) -> Result<QueueName, String> {
     QueueName::new(s).map_err(|e| e.to_string())
@@ -15,6 +15,10 @@ pub(crate) fn kind(s: &str) -> Result<Kind, String> {
 
 pub(crate) fn key(s: &str) -> Result<TaskKey, String> {
     TaskKey::new(s).map_err(|e| e.to_string())
+}
+
+pub(crate) fn group(s: &str) -> Result<TaskGroup, String> {
+    TaskGroup::new(s).map_err(|e| e.to_string())
 }
 
 /// A JSON payload, checked here and sent as written (numbers are never
@@ -107,5 +111,8 @@ mod tests {
         assert!(queue("..").is_err());
         assert!(kind("send:v2").is_ok());
         assert!(kind("").is_err());
+        assert!(group("customer 42 ü").is_ok());
+        assert!(group("").is_err());
+        assert!(group("..").is_err());
     }
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use spool_core::{Kind, NewTask, Payload, QueueName, Store, TaskKey};
+use spool_core::{Kind, NewTask, Payload, QueueName, Store, TaskGroup, TaskKey};
 
 use super::args;
 use super::connect::ServerArgs;
@@ -13,11 +13,15 @@ pub(crate) const ABOUT: &str = "\
 Adds one task to QUEUE (created on first use unless the server runs with
 --strict-queues) and prints its id. With --key, a task whose key is already
 live (or was completed within the queue's dedup window) is not created again:
-the existing task's id is printed, followed by `duplicate`.
+the existing task's id is printed, followed by `duplicate`. With --group, the
+task belongs to that group of its queue (a customer, an API host): claims
+take from the groups in turn, and the queue's group concurrency (`spool queue
+QUEUE --group-concurrency N`) bounds each group's tasks leased at once.
 
 Examples:
   spool enqueue emails --kind send --payload '{\"to\": \"ada@example.com\"}'
-  spool enqueue reports --delay 5m --key report-2026-11 --max-attempts 3";
+  spool enqueue reports --delay 5m --key report-2026-11 --max-attempts 3
+  spool enqueue fetch --group api.example.com --payload '\"/v1/items\"'";
 
 /// Options of `spool enqueue` (see [`ABOUT`]).
 #[derive(Debug, Clone, Args)]
@@ -56,6 +60,11 @@ pub(crate) struct EnqueueArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_attempts: Option<u32>,
 
+    /// The task's group in its queue (1-128 bytes of text): a customer, an
+    /// API host. Claims take from the groups in turn.
+    #[arg(long, value_name = "G", value_parser = args::group)]
+    pub group: Option<TaskGroup>,
+
     /// Print `{"id": N, "duplicate": bool}` instead of text.
     #[arg(long)]
     pub json: bool,
@@ -71,6 +80,7 @@ pub(crate) fn run(args: EnqueueArgs) -> anyhow::Result<()> {
     task.kind = args.kind;
     task.key = args.key;
     task.max_attempts = args.max_attempts;
+    task.group = args.group;
     if let Some(delay) = args.delay {
         task = task.delay(delay);
     }

@@ -1,5 +1,5 @@
 //! The client commands of docs/spec.md §8: `enqueue`, `stats`, `tasks`, `retry`,
-//! `pause`/`resume`, `queue` and `schedule`. Each talks to a running server through
+//! `pause`/`resume`, `queue`, `groups` and `schedule`. Each talks to a running server through
 //! [`spool_client::RemoteStore`], one module per command.
 //!
 //! A map: [`connect`] holds the `--url`/`--token` options and turns a failed
@@ -10,6 +10,7 @@
 pub(crate) mod args;
 pub(crate) mod connect;
 pub(crate) mod enqueue;
+pub(crate) mod groups;
 pub(crate) mod pause;
 pub(crate) mod queue;
 mod render;

@@ -19,8 +19,10 @@ pub(crate) const ABOUT: &str = "\
 Shows QUEUE's settings, or changes its claim limits live. A rate limit
 hands out at most LIMIT tasks per PERIOD (`--rate-limit 100/1s`), in bursts
 of at most `--burst` (default: LIMIT); `--max-leased N` caps the queue's
-tasks leased at once across every worker. `--no-rate-limit` and
-`--no-max-leased` remove them. Other settings keep their values.";
+tasks leased at once across every worker; `--group-concurrency N` caps the
+tasks of any one group (`spool enqueue --group`) leased at once.
+`--no-rate-limit`, `--no-max-leased` and `--no-group-concurrency` remove
+them. Other settings keep their values.";
 
 /// Options of `spool queue`.
 #[derive(Debug, Clone, Args)]
@@ -49,6 +51,14 @@ pub(crate) struct QueueSettingsArgs {
     /// Removes the queue's limit on tasks leased at once.
     #[arg(long)]
     pub no_max_leased: bool,
+
+    /// At most N tasks of any one group leased at once.
+    #[arg(long, value_name = "N", conflicts_with = "no_group_concurrency")]
+    pub group_concurrency: Option<u32>,
+
+    /// Removes the queue's limit on tasks of one group leased at once.
+    #[arg(long)]
+    pub no_group_concurrency: bool,
 
     /// Print the settings as JSON.
     #[arg(long)]
@@ -82,17 +92,30 @@ impl QueueSettingsArgs {
             (None, true) => Some(None),
             (None, false) => None,
         };
-        let max_leased = match (self.max_leased, self.no_max_leased) {
-            (Some(n), _) => Some(Some(n)),
-            (None, true) => Some(None),
-            (None, false) => None,
-        };
-        (rate_limit.is_some() || max_leased.is_some()).then_some(QueueChange {
+        let max_leased = limit_change(self.max_leased, self.no_max_leased);
+        let group_concurrency = limit_change(self.group_concurrency, self.no_group_concurrency);
+        let change = QueueChange {
             rate_limit,
             max_leased,
+            group_concurrency,
             ..QueueChange::default()
-        })
+        };
+        (change != QueueChange::default()).then_some(change)
     }
+}
+
+/// `--LIMIT N` sets a limit, `--no-LIMIT` removes it; neither keeps it.
+fn limit_change(set: Option<u32>, remove: bool) -> Option<Option<u32>> {
+    match (set, remove) {
+        (Some(n), _) => Some(Some(n)),
+        (None, true) => Some(None),
+        (None, false) => None,
+    }
+}
+
+/// A limit for people: the number, or `none`.
+fn shown(limit: Option<u32>) -> String {
+    limit.map_or("none".to_string(), |n| n.to_string())
 }
 
 pub(crate) fn run(args: QueueSettingsArgs) -> anyhow::Result<()> {
@@ -108,11 +131,13 @@ pub(crate) fn run(args: QueueSettingsArgs) -> anyhow::Result<()> {
     let rate = json.rate_limit.map_or("none".to_string(), |r| {
         format!("{}/{}ms, burst {}", r.limit, r.period_ms, r.burst)
     });
-    let leased = json
-        .max_leased
-        .map_or("none".to_string(), |n| n.to_string());
     super::print(&format!(
-        "queue {}\n  lease {}ms, max attempts {}, paused {}\n  rate limit {rate}\n  max leased {leased}\n",
-        args.queue, json.lease_ms, json.max_attempts, json.paused
+        "queue {}\n  lease {}ms, max attempts {}, paused {}\n  rate limit {rate}\n  max leased {}\n  group concurrency {}\n",
+        args.queue,
+        json.lease_ms,
+        json.max_attempts,
+        json.paused,
+        shown(json.max_leased),
+        shown(json.group_concurrency),
     ))
 }

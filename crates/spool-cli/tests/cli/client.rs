@@ -1,5 +1,6 @@
 //! Black-box tests of the client commands (enqueue, stats, tasks, retry,
-//! pause/resume, schedule) against a real `spool serve` child process.
+//! pause/resume, queue, groups, schedule) against a real `spool serve`
+//! child process.
 
 use std::process::{Command, Output};
 
@@ -253,6 +254,8 @@ fn queue_limits_are_set_shown_and_removed() -> TestResult {
         "20",
         "--max-leased",
         "5",
+        "--group-concurrency",
+        "2",
         "--json",
     ]);
     let json: serde_json::Value = serde_json::from_str(&set)?;
@@ -261,13 +264,32 @@ fn queue_limits_are_set_shown_and_removed() -> TestResult {
         serde_json::json!({"limit": 100, "period_ms": 1000, "burst": 20})
     );
     assert_eq!(json["max_leased"], 5);
+    assert_eq!(json["group_concurrency"], 2);
     let shown = server.ok(&["queue", "metered"]);
     assert!(shown.contains("rate limit 100/1000ms, burst 20"), "{shown}");
     assert!(shown.contains("max leased 5"), "{shown}");
-    let cleared = server.ok(&["queue", "metered", "--no-rate-limit", "--json"]);
+    assert!(shown.contains("group concurrency 2"), "{shown}");
+    let cleared = server.ok(&[
+        "queue",
+        "metered",
+        "--no-rate-limit",
+        "--no-group-concurrency",
+        "--json",
+    ]);
     let json: serde_json::Value = serde_json::from_str(&cleared)?;
     assert!(json.get("rate_limit").is_none(), "{cleared}");
+    assert!(json.get("group_concurrency").is_none(), "{cleared}");
     assert_eq!(json["max_leased"], 5, "the other limit stays");
+    let shown = server.ok(&["queue", "metered"]);
+    assert!(shown.contains("group concurrency none"), "{shown}");
+    let both = server.spool(&[
+        "queue",
+        "metered",
+        "--group-concurrency",
+        "2",
+        "--no-group-concurrency",
+    ]);
+    assert!(!both.status.success());
     let bad = server.spool(&["queue", "metered", "--rate-limit", "fast"]);
     assert!(!bad.status.success());
     assert!(
@@ -279,10 +301,57 @@ fn queue_limits_are_set_shown_and_removed() -> TestResult {
 }
 
 #[test]
+fn tasks_are_enqueued_in_groups_and_the_groups_listed() -> TestResult {
+    let server = CliServer::start()?;
+    assert!(server
+        .ok(&["groups", "fetch"])
+        .contains("no groups with tasks in queue fetch"));
+    for group in ["api.example.com", "api.example.com", "cdn ü"] {
+        server.ok(&["enqueue", "fetch", "--group", group]);
+    }
+    server.ok(&["enqueue", "fetch"]);
+    let table = server.ok(&["groups", "fetch"]);
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ["GROUP", "WAITING", "LEASED"],
+            ["api.example.com", "2", "0"],
+            ["cdn ü", "1", "0"],
+        ],
+        "{table}"
+    );
+    let top = server.ok(&["groups", "fetch", "--limit", "1", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&top)?;
+    assert_eq!(
+        json,
+        serde_json::json!({"groups": [{"group": "api.example.com", "waiting": 2, "leased": 0}]})
+    );
+    for bad in [
+        &["enqueue", "fetch", "--group", ""][..],
+        &["enqueue", "fetch", "--group", ".."],
+        &["groups", "fetch", "--limit", "0"],
+        &["groups", "fetch", "--limit", "1001"],
+    ] {
+        assert!(!server.spool(bad).status.success(), "{bad:?}");
+    }
+    Ok(())
+}
+
+#[test]
 fn every_client_command_explains_itself() {
-    let commands: [&[&str]; 10] = [
+    let commands: [&[&str]; 11] = [
         &["enqueue"],
         &["queue"],
+        &["groups"],
         &["stats"],
         &["tasks"],
         &["retry"],

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use spool_core::{
-    Cadence, EnqueueOutcome, ErrorRecord, Kind, Lease, LeaseToken, Payload, QueueName,
+    Cadence, EnqueueOutcome, ErrorRecord, GroupStats, Kind, Lease, LeaseToken, Payload, QueueName,
     QueueSettings, QueueStats, RateLimit, Schedule, ScheduleSpec, StateCounts, StoreError, Task,
-    TaskId, TaskKey, TaskState, Timestamp,
+    TaskGroup, TaskId, TaskKey, TaskState, Timestamp,
 };
 
 use super::value::Value;
@@ -120,6 +120,19 @@ impl Fields {
             .find(|(k, _)| matches!(k, Value::Bulk(b) if b.as_ref() == name.as_bytes()))
             .map(|(_, v)| v)
     }
+
+    /// A field that may be null, or absent (servers older than it do not
+    /// send it): both read as `None`.
+    fn optional<T>(
+        &self,
+        name: &str,
+        read: impl FnOnce(&Value) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        self.find(name)
+            .map(|v| opt(v, read))
+            .transpose()
+            .map(Option::flatten)
+    }
 }
 
 fn payload(f: &Fields) -> Result<Payload, StoreError> {
@@ -183,12 +196,8 @@ pub(super) fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, St
         errors,
         created_at: time(f.get("created_at")?)?,
         updated_at: time(f.get("updated_at")?)?,
-        traceparent: f
-            .find("traceparent")
-            .map(|v| opt(v, text))
-            .transpose()?
-            .flatten(),
-        group: None, // GROUPS-WIRE
+        traceparent: f.optional("traceparent", text)?,
+        group: f.optional("group", |g| name(g, TaskGroup::new))?,
     })
 }
 
@@ -236,17 +245,19 @@ pub(super) fn settings(v: Value) -> Result<QueueSettings, StoreError> {
         dedup_window: ms(f.get("dedup_window_ms")?)?,
         max_payload: uint(f.get("max_payload")?)?,
         paused: matches!(f.get("paused")?, Value::Bool(true)),
-        rate_limit: f
-            .find("rate_limit")
-            .map(|v| opt(v, rate_limit))
-            .transpose()?
-            .flatten(),
-        max_leased: f
-            .find("max_leased")
-            .map(|v| opt(v, small))
-            .transpose()?
-            .flatten(),
-        group_concurrency: None, // GROUPS-WIRE
+        rate_limit: f.optional("rate_limit", rate_limit)?,
+        max_leased: f.optional("max_leased", small)?,
+        group_concurrency: f.optional("group_concurrency", small)?,
+    })
+}
+
+/// One group of `GROUPS`: `{group, waiting, leased}`.
+pub(super) fn group_stats(v: Value) -> Result<GroupStats, StoreError> {
+    let f = Fields::new(v)?;
+    Ok(GroupStats {
+        group: name(f.get("group")?, TaskGroup::new)?,
+        waiting: uint(f.get("waiting")?)?,
+        leased: uint(f.get("leased")?)?,
     })
 }
 
@@ -296,4 +307,97 @@ pub(super) fn now(v: Value) -> Result<Timestamp, StoreError> {
     Ok(Timestamp::from_millis(
         number(secs)? * 1000 + number(micros)? / 1000,
     ))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    fn map(fields: Vec<(&str, Value)>) -> Value {
+        Value::Map(fields.into_iter().map(|(k, v)| (bulk(k), v)).collect())
+    }
+
+    /// A task map as `GET` answers it, with `extra` fields.
+    fn task_map(extra: Vec<(&'static str, Value)>) -> Value {
+        let mut fields = vec![
+            ("id", Value::Int(7)),
+            ("queue", bulk("q")),
+            ("kind", bulk("q")),
+            ("payload", bulk("null")),
+            ("format", Value::Simple("json".into())),
+            ("priority", Value::Int(0)),
+            ("run_at", Value::Int(1_795_305_540_123)),
+            ("key", Value::Null),
+            ("attempt", Value::Int(0)),
+            ("max_attempts", Value::Int(20)),
+            ("lease_ms", Value::Null),
+            ("state", Value::Simple("ready".into())),
+            ("lease_owner", Value::Null),
+            ("lease_expires_at", Value::Null),
+            ("errors", Value::Array(Vec::new())),
+            ("created_at", Value::Int(1_795_305_540_123)),
+            ("updated_at", Value::Int(1_795_305_540_123)),
+        ];
+        fields.extend(extra);
+        map(fields)
+    }
+
+    #[test]
+    fn a_tasks_group_is_read_and_null_or_absent_means_none() {
+        let t = task(task_map(vec![("group", bulk("customer 42 ü"))]), None).unwrap();
+        assert_eq!(t.group.unwrap().as_str(), "customer 42 ü");
+        let null = task(task_map(vec![("group", Value::Null)]), None).unwrap();
+        assert_eq!(null.group, None);
+        assert_eq!(task(task_map(Vec::new()), None).unwrap().group, None);
+        assert!(matches!(
+            task(task_map(vec![("group", bulk(""))]), None),
+            Err(StoreError::Internal(_))
+        ));
+    }
+
+    fn settings_map(extra: Vec<(&'static str, Value)>) -> Value {
+        let mut fields = vec![
+            ("lease_ms", Value::Int(30_000)),
+            ("max_attempts", Value::Int(20)),
+            ("backoff_base_ms", Value::Int(1_000)),
+            ("backoff_max_ms", Value::Int(3_600_000)),
+            ("dedup_window_ms", Value::Int(900_000)),
+            ("max_payload", Value::Int(1_048_576)),
+            ("paused", Value::Bool(false)),
+        ];
+        fields.extend(extra);
+        map(fields)
+    }
+
+    #[test]
+    fn settings_carry_group_concurrency_absent_from_older_servers() {
+        let s = settings(settings_map(vec![("group_concurrency", Value::Int(4))])).unwrap();
+        assert_eq!(s.group_concurrency, Some(4));
+        let none = settings(settings_map(vec![("group_concurrency", Value::Null)])).unwrap();
+        assert_eq!(none.group_concurrency, None);
+        assert_eq!(
+            settings(settings_map(Vec::new()))
+                .unwrap()
+                .group_concurrency,
+            None
+        );
+        assert!(settings(settings_map(vec![("group_concurrency", Value::Int(-1))])).is_err());
+    }
+
+    #[test]
+    fn a_group_is_read_from_its_map() {
+        let g = group_stats(map(vec![
+            ("group", bulk("acme")),
+            ("waiting", Value::Int(3)),
+            ("leased", Value::Int(1)),
+        ]))
+        .unwrap();
+        assert_eq!((g.group.as_str(), g.waiting, g.leased), ("acme", 3, 1));
+        assert!(group_stats(map(vec![("group", bulk("acme"))])).is_err());
+    }
 }

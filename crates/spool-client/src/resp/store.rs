@@ -11,13 +11,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::BytesMut;
+use spool_core::groups::validate_limit;
 use spool_core::store::validate_lease_wait;
 use spool_core::task::RunAt;
 use spool_core::time::duration_millis;
 use spool_core::{
-    Cadence, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListOrder, ListRequest,
-    NewTask, Payload, PayloadFormat, QueueChange, QueueName, QueueSettings, QueueStats, Schedule,
-    ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
+    Cadence, ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken, ListOrder,
+    ListRequest, NewTask, Payload, PayloadFormat, QueueChange, QueueName, QueueSettings,
+    QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage, TaskPatch,
+    TaskRef, Timestamp,
 };
 
 use super::conn::encode;
@@ -110,6 +112,16 @@ impl Cmd {
         }
     }
 
+    /// A limit that may be removed: `name n`, `name OFF`, or nothing when
+    /// it does not change.
+    fn limit(self, name: &str, change: Option<Option<u32>>) -> Cmd {
+        match change {
+            None => self,
+            Some(None) => self.arg(name).arg("OFF"),
+            Some(Some(n)) => self.arg(name).num(n),
+        }
+    }
+
     fn target(self, t: &TaskRef) -> Cmd {
         match t {
             TaskRef::Id(id) => self.num(id.0),
@@ -154,6 +166,9 @@ impl Cmd {
         }
         if let Some(tp) = &t.traceparent {
             self = self.arg("TRACEPARENT").arg(tp.as_str());
+        }
+        if let Some(g) = &t.group {
+            self = self.arg("GROUP").arg(g.as_str());
         }
         self
     }
@@ -410,6 +425,18 @@ impl Store for RespStore {
             .collect()
     }
 
+    async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
+        validate_limit(limit)?;
+        let cmd = Cmd::new("GROUPS")
+            .arg(queue.as_str())
+            .arg("LIMIT")
+            .num(limit);
+        decode::array(self.run(cmd, Target::Queue(queue)).await?)?
+            .into_iter()
+            .map(decode::group_stats)
+            .collect()
+    }
+
     async fn put_queue(
         &self,
         queue: &QueueName,
@@ -437,11 +464,9 @@ impl Store for RespStore {
                 .num(duration_millis(r.period))
                 .num(r.burst),
         };
-        let cmd = match change.max_leased {
-            None => cmd,
-            Some(None) => cmd.arg("MAXLEASED").arg("OFF"),
-            Some(Some(n)) => cmd.arg("MAXLEASED").num(n),
-        };
+        let cmd = cmd
+            .limit("MAXLEASED", change.max_leased)
+            .limit("GROUPCONCURRENCY", change.group_concurrency);
         decode::settings(self.run(cmd, Target::Queue(queue)).await?)
     }
 

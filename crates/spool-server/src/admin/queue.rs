@@ -1,7 +1,8 @@
 //! `/queues/{queue}`: a queue's tasks by state, most attempts first, a page
 //! at a time (the store's cursor); and its actions: pause, resume, retry
 //! every dead task. It also shows the queue's claim limits and their use
-//! (tasks leased of its max_leased).
+//! (tasks leased of its max_leased), and its busiest groups with their
+//! tasks waiting and leased (of its group_concurrency).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -9,8 +10,8 @@ use axum::response::Response;
 use maud::{html, Markup};
 use serde::Deserialize;
 use spool_core::{
-    ListOrder, ListRequest, QueueName, QueueSettings, QueueStats, StoreError, Task, TaskState,
-    Timestamp,
+    GroupStats, ListOrder, ListRequest, QueueName, QueueSettings, QueueStats, StoreError, Task,
+    TaskState, Timestamp,
 };
 
 use super::error::PageError;
@@ -27,6 +28,8 @@ pub(super) const PAGE_SIZE: usize = 50;
 const MAX_CURSOR: usize = 512;
 /// Longest error message shown in the list (the task page shows it whole).
 const ERROR_PREVIEW: usize = 140;
+/// Groups shown, the busiest first.
+pub(super) const GROUPS_SHOWN: usize = 20;
 
 /// The query of a queue's page.
 #[derive(Debug, Deserialize)]
@@ -43,7 +46,7 @@ type PathIn = Result<ApiPath<QueueName>, ApiError>;
 /// The queue's claim limits, and how much of max_leased is in use.
 fn limits(s: &QueueSettings, q: &QueueStats) -> Markup {
     html! {
-        @if s.rate_limit.is_some() || s.max_leased.is_some() {
+        @if s.rate_limit.is_some() || s.max_leased.is_some() || s.group_concurrency.is_some() {
             p.limits {
                 @if let Some(r) = &s.rate_limit {
                     "Rate limit: " (text::count(u64::from(r.limit))) " per "
@@ -52,7 +55,62 @@ fn limits(s: &QueueSettings, q: &QueueStats) -> Markup {
                 }
                 @if let Some(max) = s.max_leased {
                     "Leased: " (text::count(q.counts.leased)) " of at most "
-                    (text::count(u64::from(max))) "."
+                    (text::count(u64::from(max))) ". "
+                }
+                @if let Some(max) = s.group_concurrency {
+                    "Per group: at most " (text::count(u64::from(max))) " leased."
+                }
+            }
+        }
+    }
+}
+
+/// The queue's busiest groups: tasks waiting, and leased (of at most
+/// `per_group`). A store that cannot say is noted, not an error: the rest
+/// of the page is still worth showing.
+fn groups_section(groups: &Result<Vec<GroupStats>, ApiError>, per_group: Option<u32>) -> Markup {
+    html! {
+        @match groups {
+            Ok(groups) if groups.is_empty() => {}
+            Ok(groups) => {
+                section aria-labelledby="groups-heading" {
+                    h2 #groups-heading { "Groups" }
+                    @if groups.len() == GROUPS_SHOWN {
+                        p.muted { "The " (GROUPS_SHOWN) " busiest groups." }
+                    }
+                    (groups_table(groups, per_group))
+                }
+            }
+            Err(_) => p.muted { "This queue's groups could not be read." },
+        }
+    }
+}
+
+fn groups_table(groups: &[GroupStats], per_group: Option<u32>) -> Markup {
+    html! {
+        div.scroll {
+            table.data.groups {
+                caption.visually-hidden { "Groups, most waiting first" }
+                thead {
+                    tr {
+                        th scope="col" { "Group" }
+                        th.num scope="col" { "Waiting" }
+                        th.num scope="col" { "Leased" }
+                    }
+                }
+                tbody {
+                    @for g in groups {
+                        tr {
+                            th scope="row" { (g.group.as_str()) }
+                            td.num { (text::count(g.waiting)) }
+                            td.num {
+                                (text::count(g.leased))
+                                @if let Some(max) = per_group {
+                                    " of " (text::count(u64::from(max)))
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -89,6 +147,7 @@ pub(super) async fn page(
     };
     let tasks = st.call(st.store().list(req)).await?;
     let settings = st.call(st.store().get_queue(&name)).await?;
+    let groups = st.call(st.store().groups(&name, GROUPS_SHOWN)).await;
     let now = st.call(st.store().now()).await?;
     let flash = match q.done.as_deref() {
         Some("paused") => {
@@ -139,6 +198,7 @@ pub(super) async fn page(
                 a href=(links::queue_page(&name, state, Some(next))) { "Next page" }
             }
         }
+        (groups_section(&groups, settings.group_concurrency))
         @if queue.kinds.len() > 1 {
             section aria-labelledby="kinds-heading" {
                 h2 #kinds-heading { "By kind" }

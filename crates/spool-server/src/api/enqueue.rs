@@ -15,7 +15,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use spool_core::task::RunAt;
-use spool_core::{Kind, NewTask, Payload, QueueName, StoreError, TaskKey};
+use spool_core::{Kind, NewTask, Payload, QueueName, StoreError, TaskGroup, TaskKey};
 use utoipa::openapi::schema::{OneOfBuilder, Schema};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
@@ -62,6 +62,11 @@ pub(super) struct EnqueueItem<'a> {
     /// `traceparent` header.
     #[schema(pattern = "^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")]
     traceparent: Option<String>,
+    /// The task's group in its queue (a customer, an API host): 1-128
+    /// bytes of UTF-8, not `.` or `..`. Claims take from a queue's groups
+    /// in turn, and its `group_concurrency` bounds each group's leases.
+    #[schema(min_length = 1, max_length = 128)]
+    group: Option<String>,
 }
 
 /// `{"tasks": [...]}`: an atomic batch of at most 10,000 tasks.
@@ -172,7 +177,7 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
         max_attempts: item.max_attempts,
         lease_ms: item.lease_ms,
         traceparent: item.traceparent,
-        group: None, // GROUPS-WIRE
+        group: item.group.map(TaskGroup::new).transpose()?,
     };
     task.validate()?;
     if let Some(ms) = task.lease_ms {

@@ -10,6 +10,7 @@ use crate::state::AppState;
 
 mod claim;
 mod enqueue;
+pub(crate) mod groups;
 mod lease;
 pub(crate) mod lease_wait;
 mod list;
@@ -51,6 +52,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(tasks::retry))
         .routes(routes!(queues::overview))
+        .routes(routes!(groups::groups))
         .routes(routes!(settings::get_settings, settings::put_settings))
         .routes(routes!(queues::pause))
         .routes(routes!(queues::resume))

@@ -13,7 +13,8 @@ use spool_core::store::{validate_batch, MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORK
 use spool_core::store::{validate_lease_wait, MAX_LEASE_WAIT};
 use spool_core::task::RunAt;
 use spool_core::{
-    Kind, NewTask, Payload, QueueName, StoreError, TaskId, TaskKey, TaskPatch, TaskRef, Timestamp,
+    Kind, NewTask, Payload, QueueName, StoreError, TaskGroup, TaskId, TaskKey, TaskPatch, TaskRef,
+    Timestamp,
 };
 
 use super::manage::{self, Manage};
@@ -216,7 +217,9 @@ pub(super) fn parse(args: &[Bytes]) -> Parsed {
         "QUEUES" => Command::Queues,
         "PAUSE" => Command::Pause(a.queue()?, true),
         "RESUME" => Command::Pause(a.queue()?, false),
-        "LIST" | "QUEUE" | "TIME" | "SCHEDULE" => Command::Manage(manage::parse(&name, &mut a)?),
+        "LIST" | "QUEUE" | "GROUPS" | "TIME" | "SCHEDULE" => {
+            Command::Manage(manage::parse(&name, &mut a)?)
+        }
         _ => {
             return Err(StoreError::bad_request(format!(
                 "unknown command '{}'",
@@ -346,6 +349,7 @@ fn task(a: &mut Args<'_>, in_batch: bool) -> Result<NewTask, StoreError> {
             }
             b"BINARY" => binary = true,
             b"TRACEPARENT" => task.traceparent = Some(a.string("TRACEPARENT")?),
+            b"GROUP" => task.group = Some(TaskGroup::new(a.string("GROUP")?)?),
             _ => return Err(a.unknown_option(&opt)),
         }
     }
@@ -632,9 +636,12 @@ mod tests {
             "send",
             "LEASE",
             "100",
+            "group",
+            "customer 42",
         ]) else {
             panic!("not an enqueue")
         };
+        assert_eq!(t.group.unwrap().as_str(), "customer 42");
         assert_eq!(q.as_str(), "mail");
         assert_eq!(t.payload, Payload::json(&b"{}"[..]));
         assert_eq!(t.key.unwrap().as_str(), "k1");
@@ -689,6 +696,11 @@ mod tests {
             &["ENQUEUE", "q", "x", "PRIORITY", "40000"],
             &["ENQUEUE", "q", "x", "MAXATTEMPTS", "0"],
             &["ENQUEUE", "q", "x", "COLOR", "red"],
+            &["ENQUEUE", "q", "x", "GROUP", ""],
+            &["ENQUEUE", "q", "x", "GROUP", ".."],
+            &["GROUPS", "q", "LIMIT", "0"],
+            &["GROUPS", "q", "LIMIT", "1001"],
+            &["QUEUE", "SET", "q", "GROUPCONCURRENCY", "many"],
             &["ENQUEUE", "bad name!", "x"],
             &["CLAIM", "q", "MAX", "0"],
             &["CLAIM", "q", "WAIT", "30001"],

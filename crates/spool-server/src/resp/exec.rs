@@ -452,6 +452,9 @@ async fn claim(st: &AppState, s: &Session, a: ClaimArgs) -> Result<Reply, ApiErr
                 if let Some(tp) = &t.traceparent {
                     fields.push(("traceparent", Reply::text(tp.clone())));
                 }
+                if let Some(g) = &t.group {
+                    fields.push(("group", Reply::text(g.to_string())));
+                }
                 Reply::Map(fields)
             })
             .collect(),

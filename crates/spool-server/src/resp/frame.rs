@@ -32,9 +32,9 @@ impl Default for FrameLimits {
     fn default() -> Self {
         FrameLimits {
             max_bulk: 16 * 1024 * 1024,
-            // A full `ENQUEUEBATCH`: 17 words per task (`TASK`, the payload
+            // A full `ENQUEUEBATCH`: 19 words per task (`TASK`, the payload
             // and every option once).
-            max_args: 17 * spool_core::store::MAX_BATCH + 16,
+            max_args: 19 * spool_core::store::MAX_BATCH + 16,
             max_inline: 64 * 1024,
         }
     }

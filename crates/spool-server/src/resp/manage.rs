@@ -1,5 +1,6 @@
 //! The commands that look after queues rather than run tasks: `LIST`,
-//! `QUEUE GET|SET`, `TIME` and `SCHEDULE SET|LIST|DEL|FIRE`, parsed and run.
+//! `QUEUE GET|SET`, `GROUPS`, `TIME` and `SCHEDULE SET|LIST|DEL|FIRE`,
+//! parsed and run.
 //! With the task commands they cover every operation of the `Store` trait,
 //! so a client needs no HTTP beside RESP.
 //!
@@ -11,6 +12,7 @@
 
 use std::time::Duration;
 
+use spool_core::groups::validate_limit;
 use spool_core::store::MAX_LIST_LIMIT;
 use spool_core::{
     Cadence, Kind, ListOrder, ListRequest, QueueChange, QueueName, RateLimit, ScheduleSpec,
@@ -20,6 +22,7 @@ use spool_core::{
 use super::command::{payload_as, Args};
 use super::reply::{Proto, Reply};
 use super::{exec, shape};
+use crate::api::groups::DEFAULT_LIMIT as DEFAULT_GROUPS;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::wire;
@@ -30,6 +33,8 @@ pub(super) enum Manage {
     List(ListRequest),
     QueueGet(QueueName),
     QueueSet(QueueName, QueueChange),
+    /// `GROUPS queue [LIMIT n]`: the queue's busiest groups.
+    Groups(QueueName, usize),
     Time,
     SchedulePut(Box<ScheduleSpec>),
     ScheduleList,
@@ -41,6 +46,7 @@ pub(super) enum Manage {
 pub(super) fn parse(name: &str, a: &mut Args<'_>) -> Result<Manage, StoreError> {
     match name {
         "LIST" => list(a),
+        "GROUPS" => groups(a),
         "TIME" => Ok(Manage::Time),
         "QUEUE" => {
             let sub = a.bytes()?.to_ascii_uppercase();
@@ -104,10 +110,30 @@ fn list(a: &mut Args<'_>) -> Result<Manage, StoreError> {
     Ok(Manage::List(req))
 }
 
+/// `GROUPS queue [LIMIT n]`: the checks of `GET /v1/queues/{queue}/groups`.
+fn groups(a: &mut Args<'_>) -> Result<Manage, StoreError> {
+    let queue = a.queue()?;
+    let mut limit = DEFAULT_GROUPS;
+    if let Some(opt) = a.optional() {
+        a.expect_option(&opt, "LIMIT")?;
+        limit = usize::try_from(a.number("LIMIT")?).unwrap_or(usize::MAX);
+    }
+    validate_limit(limit)?;
+    Ok(Manage::Groups(queue, limit))
+}
+
 /// A count that must fit a `u32`.
 fn count32(a: &mut Args<'_>, what: &str) -> Result<u32, StoreError> {
     u32::try_from(a.number(what)?)
         .map_err(|_| StoreError::bad_request(format!("{what} is too large")))
+}
+
+/// `n` or `OFF`: a limit that fits a `u32`, or none.
+fn limit_or_off(a: &mut Args<'_>, what: &str) -> Result<Option<u32>, StoreError> {
+    if a.off() {
+        return Ok(None);
+    }
+    count32(a, what).map(Some)
 }
 
 /// `RATELIMIT limit period_ms burst`, or `RATELIMIT OFF`.
@@ -124,7 +150,8 @@ fn rate_limit(a: &mut Args<'_>) -> Result<Option<RateLimit>, StoreError> {
 
 /// `QUEUE SET queue [LEASE ms] [MAXATTEMPTS n] [BACKOFFBASE ms]
 /// [BACKOFFMAX ms] [DEDUPWINDOW ms] [MAXPAYLOAD bytes] [PAUSED 0|1]
-/// [RATELIMIT limit period_ms burst | RATELIMIT OFF] [MAXLEASED n | OFF]`.
+/// [RATELIMIT limit period_ms burst | RATELIMIT OFF] [MAXLEASED n | OFF]
+/// [GROUPCONCURRENCY n | OFF]`.
 fn queue_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
     let queue = a.queue()?;
     let mut change = QueueChange::default();
@@ -157,12 +184,9 @@ fn queue_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
             }
             b"MAXPAYLOAD" => change.max_payload = Some(a.number("MAXPAYLOAD")?),
             b"RATELIMIT" => change.rate_limit = Some(rate_limit(a)?),
-            b"MAXLEASED" => {
-                change.max_leased = Some(if a.off() {
-                    None
-                } else {
-                    Some(count32(a, "MAXLEASED")?)
-                })
+            b"MAXLEASED" => change.max_leased = Some(limit_or_off(a, "MAXLEASED")?),
+            b"GROUPCONCURRENCY" => {
+                change.group_concurrency = Some(limit_or_off(a, "GROUPCONCURRENCY")?)
             }
             b"PAUSED" => {
                 change.paused = Some(match a.bytes()?.as_ref() {
@@ -239,6 +263,13 @@ pub(super) async fn run(st: &AppState, proto: Proto, m: Manage) -> Result<Reply,
         Manage::QueueSet(queue, change) => {
             shape::settings(&st.call(st.store().put_queue(&queue, change)).await?)
         }
+        Manage::Groups(queue, limit) => Reply::Array(
+            st.call(st.store().groups(&queue, limit))
+                .await?
+                .iter()
+                .map(shape::group_stats)
+                .collect(),
+        ),
         Manage::Time => {
             // Redis's shape: seconds and microseconds, as bulk strings.
             let ms = st.call(st.store().now()).await?.as_millis();

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use spool_core::time::duration_millis;
 use spool_core::{
-    Cadence, Payload, PayloadFormat, QueueSettings, QueueStats, Schedule, StateCounts, Task,
+    Cadence, GroupStats, Payload, PayloadFormat, QueueSettings, QueueStats, Schedule, StateCounts,
+    Task,
 };
 
 use super::reply::Reply;
@@ -82,6 +83,10 @@ pub(super) fn task(t: &Task, with_token: bool) -> Reply {
             "traceparent",
             or_null(t.traceparent.as_ref(), |tp| Reply::text(tp.clone())),
         ),
+        (
+            "group",
+            or_null(t.group.as_ref(), |g| Reply::text(g.to_string())),
+        ),
     ];
     if with_token {
         let token = t.lease.as_ref().map(|l| l.token.to_string());
@@ -144,6 +149,19 @@ pub(super) fn settings(s: &QueueSettings) -> Reply {
             "max_leased",
             or_null(s.max_leased, |n| Reply::Int(i64::from(n))),
         ),
+        (
+            "group_concurrency",
+            or_null(s.group_concurrency, |n| Reply::Int(i64::from(n))),
+        ),
+    ])
+}
+
+/// One group of `GROUPS`: its tasks waiting and leased.
+pub(super) fn group_stats(g: &GroupStats) -> Reply {
+    Reply::Map(vec![
+        ("group", Reply::text(g.group.to_string())),
+        ("waiting", count(g.waiting)),
+        ("leased", count(g.leased)),
     ])
 }
 

@@ -71,6 +71,9 @@ pub(crate) struct TaskJson {
     pub updated_at: String,
     /// The W3C trace context given at enqueue, which its runs join.
     pub traceparent: Option<String>,
+    /// The task's group in its queue; absent when it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// The lease of a leased task.
@@ -139,5 +142,6 @@ pub(crate) fn task_json(task: &Task, with_token: bool) -> Result<TaskJson, TimeE
         created_at: rfc3339::format(task.created_at)?,
         updated_at: rfc3339::format(task.updated_at)?,
         traceparent: task.traceparent.clone(),
+        group: task.group.as_ref().map(|g| g.to_string()),
     })
 }

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use spool_core::{
-    Cadence, ClaimRequest, Kind, Payload, QueueChange, QueueName, RateLimit, ScheduleSpec,
+    Cadence, ClaimRequest, Kind, NewTask, Payload, QueueChange, QueueName, RateLimit, ScheduleSpec,
+    TaskGroup,
 };
 
 use crate::admin::support::Admin;
@@ -136,6 +137,57 @@ async fn a_queue_shows_its_limits_and_their_use() {
     );
     let plain = s.get("/queues/other").await;
     assert!(!plain.text.contains("Rate limit"));
+}
+
+#[tokio::test]
+async fn a_queue_shows_its_busiest_groups_escaped() {
+    let s = Admin::open().await;
+    let q = QueueName::new("fair").unwrap();
+    let change = QueueChange {
+        group_concurrency: Some(Some(2)),
+        ..QueueChange::default()
+    };
+    s.store.put_queue(&q, change).await.unwrap();
+    let task = |group: &str| NewTask::new(Payload::default()).group(TaskGroup::new(group).unwrap());
+    s.store.enqueue(&q, vec![task("leasy")]).await.unwrap();
+    let claimed = s
+        .store
+        .claim(ClaimRequest::new(q.clone(), "w"))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let hostile = "<b>acme & \"co\"</b> ü";
+    s.store
+        .enqueue(&q, vec![task(hostile), task(hostile), task("small")])
+        .await
+        .unwrap();
+    let page = s.get("/queues/fair").await;
+    page.assert_page(200);
+    assert!(
+        page.text.contains("Per group: at most 2 leased."),
+        "{}",
+        page.text
+    );
+    let groups = page
+        .text
+        .split("id=\"groups-heading\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no groups section: {}", page.text));
+    assert!(!groups.contains("<b>acme"), "unescaped: {groups}");
+    let rows: Vec<&str> = groups.split("<tr>").skip(2).collect();
+    assert_eq!(rows.len(), 3, "{groups}");
+    assert!(
+        rows[0].contains("&lt;b&gt;acme &amp; &quot;co&quot;&lt;/b&gt; ü")
+            && rows[0].contains(">2<"),
+        "most waiting first: {}",
+        rows[0]
+    );
+    assert!(rows[1].contains(">small<"), "{}", rows[1]);
+    assert!(
+        rows[2].contains(">leasy<") && rows[2].contains("1 of 2"),
+        "{}",
+        rows[2]
+    );
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@
 mod auth;
 mod crosssite;
 mod faulty;
+mod groups;
 mod hostile;
 mod keepalive;
 mod lease_wait;

@@ -100,6 +100,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("/v1/tasks/{id}/retry", "post"),
     ("/v1/queues/{queue}/retry", "post"),
     ("/v1/queues", "get"),
+    ("/v1/queues/{queue}/groups", "get"),
     ("/v1/queues/{queue}", "put"),
     ("/v1/queues/{queue}", "get"),
     ("/v1/queues/{queue}/pause", "post"),
@@ -151,6 +152,7 @@ async fn openapi_documents_every_route_with_its_answers() {
         "ClaimBody",
         "SettingsJson",
         "QueuesJson",
+        "GroupsJson",
     ] {
         assert!(
             doc["components"]["schemas"][schema].is_object(),

@@ -4,6 +4,7 @@
 mod auth;
 mod commands;
 mod frame_props;
+mod groups;
 mod limits;
 mod payloads;
 mod pipeline;
