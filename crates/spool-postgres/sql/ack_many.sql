@@ -4,7 +4,8 @@
 -- 'done', 'lease_lost' (the task lives under another or no lease) or
 -- 'not_found'. An id given twice succeeds for each copy with the right
 -- token. `freed` names the queue of an acked task when that queue has a
--- max_leased: a slot freed there wakes claims waiting for one.
+-- max_leased, or a group_concurrency and the task a group: a slot freed
+-- there wakes claims waiting for one.
 --
 -- Each item looks its row up by id alone, so that only the primary key
 -- can serve the lookup (LIMIT 1 keeps it from being flattened into a join
@@ -29,7 +30,7 @@ WITH input AS (
     DELETE FROM {schema}.tasks t
     WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM held))
       AND (t.gen, t.ctid) = ANY(ARRAY(SELECT (gen, ctid) FROM held))
-    RETURNING t.id, t.lease_token, t.queue_id, t.key
+    RETURNING t.id, t.lease_token, t.queue_id, t.key, t.grp
 ), retired AS (
     UPDATE {schema}.keys k
     SET expires_at = {schema}.now_ms() + q.dedup_window_ms * interval '1 millisecond'
@@ -45,7 +46,8 @@ SELECT CASE
        END AS outcome,
        fq.name AS freed
 FROM input a
-LEFT JOIN (SELECT DISTINCT id, lease_token, queue_id FROM gone) g
+LEFT JOIN (SELECT DISTINCT id, lease_token, queue_id, grp FROM gone) g
     ON g.id = a.id AND g.lease_token = a.token
-LEFT JOIN {schema}.queues fq ON fq.id = g.queue_id AND fq.max_leased IS NOT NULL
+LEFT JOIN {schema}.queues fq ON fq.id = g.queue_id
+    AND (fq.max_leased IS NOT NULL OR (fq.group_concurrency IS NOT NULL AND g.grp IS NOT NULL))
 ORDER BY a.ord

@@ -1,10 +1,11 @@
 -- Deletes task $1 in any state and retires its idempotency key for the
 -- queue's dedup window. Answers how many tasks were deleted (0 or 1), and
 -- `freed`, the queue's name when the task was leased in a queue with a
--- max_leased (a slot freed there).
+-- max_leased, or a group_concurrency and the task a group (a slot freed
+-- there).
 WITH gone AS (
     DELETE FROM {schema}.tasks t WHERE t.id = $1
-    RETURNING t.id, t.queue_id, t.key, t.state
+    RETURNING t.id, t.queue_id, t.key, t.state, t.grp
 ), retired AS (
     UPDATE {schema}.keys k
     SET expires_at = {schema}.now_ms() + q.dedup_window_ms * interval '1 millisecond'
@@ -15,5 +16,7 @@ WITH gone AS (
 )
 SELECT count(*),
        (SELECT q.name FROM gone g JOIN {schema}.queues q ON q.id = g.queue_id
-        WHERE g.state = 'leased' AND q.max_leased IS NOT NULL LIMIT 1) AS freed
+        WHERE g.state = 'leased'
+          AND (q.max_leased IS NOT NULL OR (q.group_concurrency IS NOT NULL AND g.grp IS NOT NULL))
+        LIMIT 1) AS freed
 FROM gone

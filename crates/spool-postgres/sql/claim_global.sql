@@ -9,7 +9,7 @@
 -- q is materialized once (it calls a volatile function), and the claim
 -- steps scan only when the lock was got (may_claim).
 --
--- A queue with limits takes no lock and yields no candidates, only a row
+-- A queue with limits or groups takes no lock and yields no candidates, only a row
 -- that says `limited` (and `locked`, so the caller does not back off): its
 -- claims go through claim_limited.sql, under the queue row's lock.
 --
@@ -19,8 +19,10 @@
 -- unknown queue.
 WITH q AS (
     SELECT id, lease_ms,
-           (rate_limit IS NOT NULL OR max_leased IS NOT NULL) AS limited,
+           (rate_limit IS NOT NULL OR max_leased IS NOT NULL
+            OR group_concurrency IS NOT NULL OR has_groups) AS limited,
            CASE WHEN rate_limit IS NULL AND max_leased IS NULL
+                     AND group_concurrency IS NULL AND NOT has_groups
                 THEN pg_try_advisory_xact_lock(hashtext('spool.claim {schema}'), id)
                 ELSE false END AS may_claim
     FROM {schema}.queues WHERE name = $1 AND NOT paused

@@ -11,12 +11,21 @@
 -- Live leases are counted on tasks_leased, at most max_leased rows: a
 -- lease past its expiry frees its slot at once, written down or not.
 --
+-- A queue with groups, or a group_concurrency, takes its tasks through
+-- claim_group_steps.sql, within the allowance, and keeps the group it
+-- served last as its cursor (src/sql.rs puts in that group, or NULL for
+-- queues without groups, which keeps the cursor); other queues take
+-- theirs through claim_steps.sql.
+--
 -- Answers what claim.sql answers, each row also with `refill_ms` (how long
 -- until the bucket holds a whole token again, 0 if it does; NULL without
--- a rate limit) and `expiry_ms` (with max_leased reached, how long until
--- the first live lease runs out): when a waiting claim should look again.
-WITH b AS (
-    SELECT id, lease_ms, rate_limit, rate_period_ms, rate_burst, max_leased, at,
+-- a rate limit) and `expiry_ms` (with max_leased reached, or, for a
+-- grouped claim, with groups full (sql/group_wait.sql): how long until the
+-- first live lease that may matter runs out): when a waiting claim should
+-- look again.
+WITH RECURSIVE b AS (
+    SELECT id, lease_ms, rate_limit, rate_period_ms, rate_burst, max_leased,
+           group_concurrency, group_cursor, at,
            CASE WHEN rate_limit IS NOT NULL THEN LEAST(
                rate_burst::double precision,
                COALESCE(rate_tokens, rate_burst)
@@ -46,21 +55,26 @@ WITH b AS (
     ) x
 ), {claim_steps}, spent AS (
     UPDATE {schema}.queues SET
-        rate_tokens = (SELECT tokens FROM b) - (SELECT count(*) FROM claimed),
-        rate_refilled_at = GREATEST(rate_refilled_at, (SELECT at FROM b))
-    WHERE id = (SELECT id FROM b) AND rate_limit IS NOT NULL
+        rate_tokens = CASE WHEN rate_limit IS NULL THEN rate_tokens
+                           ELSE (SELECT tokens FROM b) - (SELECT count(*) FROM claimed) END,
+        rate_refilled_at = CASE WHEN rate_limit IS NULL THEN rate_refilled_at
+                                ELSE GREATEST(rate_refilled_at, (SELECT at FROM b)) END,
+        group_cursor = COALESCE({last_turn}, group_cursor)
+    WHERE id = (SELECT id FROM b) AND (rate_limit IS NOT NULL OR {last_turn} IS NOT NULL)
 ), waits AS (
     SELECT
         CASE WHEN b.rate_limit IS NOT NULL THEN ceil(
             GREATEST(0, 1 - (b.tokens - (SELECT count(*) FROM claimed)))
             * b.rate_period_ms / b.rate_limit)::bigint
         END AS refill_ms,
-        CASE WHEN b.max_leased IS NOT NULL
-                  AND (SELECT n FROM live) + (SELECT count(*) FROM claimed) >= b.max_leased
-        THEN (SELECT ceil(EXTRACT(EPOCH FROM min(lease_expires_at) - b.at) * 1000)::bigint
-              FROM {schema}.tasks
-              WHERE queue_id = b.id AND state = 'leased' AND lease_expires_at > b.at)
-        END AS expiry_ms
+        LEAST(
+            CASE WHEN b.max_leased IS NOT NULL
+                      AND (SELECT n FROM live) + (SELECT count(*) FROM claimed) >= b.max_leased
+            THEN (SELECT ceil(EXTRACT(EPOCH FROM min(lease_expires_at) - b.at) * 1000)::bigint
+                  FROM {schema}.tasks
+                  WHERE queue_id = b.id AND state = 'leased' AND lease_expires_at > b.at)
+            END,
+            {group_wait}) AS expiry_ms
     FROM b
 )
 SELECT a.limited, w.refill_ms, w.expiry_ms, c.*

@@ -22,18 +22,15 @@
 -- reads a partition's every ready row and sorts them, which it chose
 -- through the parent whenever statistics said a partition was empty.
 -- SKIP LOCKED makes concurrent claimers pass over each other's rows instead
--- of waiting. The lease is the task's own lease_ms, else the asked one,
--- else the queue's (spool_core::transition::lease_for).
+-- of waiting.
 --
--- The update finds the locked rows by their partition (gen) and ctid, not
--- by joining on id:
--- no plan of it depends on the table's statistics (README.md, "Plans that
--- do not trust statistics"). The rows are locked by this statement, so
--- their ctids hold until it ends.
--- Defines `claimed`: the claimed tasks with n, their place in claim order.
+-- Only tasks without a group: tasks_ready holds no others (migration 9),
+-- and a queue with grouped tasks claims through claim_group_steps.sql.
+-- The lease is written by sql/claim_update.sql, which defines `claimed`:
+-- the claimed tasks with n, their place in claim order.
 ready AS (
     SELECT gen, ctid, id, priority, run_at FROM {schema}.tasks
-    WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'ready'
+    WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'ready' AND grp IS NULL
       AND (priority, run_at) >= ($6::smallint, $7::timestamptz)
     ORDER BY priority, run_at, id
     LIMIT {limit}
@@ -50,16 +47,4 @@ ready AS (
     FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) c
     ORDER BY priority, run_at, id
     LIMIT {limit}
-), claimed AS (
-    UPDATE {schema}.tasks t SET
-        state = 'leased',
-        attempt = t.attempt + 1,
-        lease_owner = $2,
-        lease_token = ($5::bigint[])[p.n],
-        lease_expires_at = {schema}.now_ms()
-            + COALESCE(t.lease_ms, $4, (SELECT lease_ms FROM q)) * interval '1 millisecond',
-        updated_at = {schema}.now_ms()
-    FROM picked p
-    WHERE t.gen = p.gen AND t.ctid = p.ctid
-    RETURNING p.n, {task}, $1::text AS queue
-)
+), {claim_update}

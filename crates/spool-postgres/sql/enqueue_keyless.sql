@@ -7,7 +7,11 @@
 -- enqueue_insert.sql); then one array per column, one element per task:
 -- $3 kind, $4 priority, $5 run_at (NULL: now plus $6 delay_ms),
 -- $7 max_attempts (NULL: the queue's), $8 lease_ms, $9 payload_json,
--- $10 payload, $11 traceparent.
+-- $10 payload, $11 traceparent, $12 group (NULL: none).
+--
+-- A batch with a grouped task marks its queue `has_groups` (once: the
+-- update matches only while the flag is unset), in this statement, so a
+-- claim that sees its tasks sees the flag too (README.md, "Groups").
 --
 -- Inserts nothing when the queue does not exist or a payload is larger
 -- than the queue's max_payload. Answers one row: max_payload (NULL: no
@@ -19,9 +23,10 @@ WITH q AS (
 ), input AS (
     SELECT *
     FROM unnest($3::text[], $4::smallint[], $5::timestamptz[], $6::bigint[],
-                $7::integer[], $8::bigint[], $9::boolean[], $10::bytea[], $11::text[])
+                $7::integer[], $8::bigint[], $9::boolean[], $10::bytea[], $11::text[],
+                $12::text[])
         WITH ORDINALITY AS u(kind, priority, run_at, delay_ms, max_attempts, lease_ms,
-                             payload_json, payload, traceparent, ord)
+                             payload_json, payload, traceparent, grp, ord)
 ), too_large AS (
     SELECT octet_length(i.payload) AS size
     FROM input i, q
@@ -37,12 +42,12 @@ WITH q AS (
 ), inserted AS (
     INSERT INTO {schema}.tasks
         (id, queue_id, state, priority, run_at, attempt, max_attempts, lease_ms,
-         kind, key, payload_json, payload, created_at, updated_at, traceparent)
+         kind, key, payload_json, payload, created_at, updated_at, traceparent, grp)
     SELECT n.id, q.id,
            CASE WHEN r.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
            i.priority, r.run_at, 0, COALESCE(i.max_attempts, q.max_attempts), i.lease_ms,
            i.kind, NULL, i.payload_json, i.payload, {schema}.now_ms(), {schema}.now_ms(),
-           i.traceparent
+           i.traceparent, i.grp
     FROM input i
     JOIN ids n ON n.ord = i.ord
     CROSS JOIN q
@@ -50,6 +55,7 @@ WITH q AS (
         SELECT COALESCE(i.run_at, {schema}.now_ms() + i.delay_ms * interval '1 millisecond') AS run_at
     ) r
     RETURNING state
+), {mark_grouped}
 ), woken AS (
     SELECT pg_notify({channel}, $1)
     WHERE $2::boolean AND EXISTS (SELECT 1 FROM inserted WHERE state = 'ready')

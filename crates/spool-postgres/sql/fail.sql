@@ -3,7 +3,8 @@
 -- with spool_core::transition from the task as it read it; the lease
 -- condition makes the write refuse if the lease was lost meanwhile.
 -- Answers the task, or nothing when the lease is not held; `frees_slot`
--- when its queue has a max_leased, where the lease's end frees a slot.
+-- when its queue has a max_leased, or a group_concurrency and the task a
+-- group, where the lease's end frees a slot.
 UPDATE {schema}.tasks t SET
     state = CASE WHEN $3 THEN 'dead' WHEN $4 <= now() THEN 'ready' ELSE 'scheduled' END,
     run_at = CASE WHEN $3 THEN t.run_at ELSE $4 END,
@@ -15,4 +16,5 @@ UPDATE {schema}.tasks t SET
 WHERE t.id = $1 AND t.lease_token = $2
   AND t.state = 'leased' AND t.lease_expires_at > now()
 RETURNING {task}, (SELECT name FROM {schema}.queues WHERE id = t.queue_id) AS queue,
-    (SELECT max_leased IS NOT NULL FROM {schema}.queues WHERE id = t.queue_id) AS frees_slot
+    (SELECT max_leased IS NOT NULL OR (group_concurrency IS NOT NULL AND t.grp IS NOT NULL)
+     FROM {schema}.queues WHERE id = t.queue_id) AS frees_slot

@@ -1,6 +1,7 @@
 -- Writes queue $1's settings. The caller holds the row's lock (`lock_queue`),
 -- taken before it read the settings it changed. $9, $10, $11: the rate
--- limit (limit, period_ms, burst; all NULL for none), $12 max_leased. A
+-- limit (limit, period_ms, burst; all NULL for none), $12 max_leased,
+-- $13 group_concurrency. A
 -- rate limit that is new or changed starts with a full bucket; an
 -- unchanged one keeps its tokens.
 UPDATE {schema}.queues SET
@@ -20,5 +21,6 @@ UPDATE {schema}.queues SET
     rate_limit = $9::integer,
     rate_period_ms = $10::bigint,
     rate_burst = $11::integer,
-    max_leased = $12::integer
+    max_leased = $12::integer,
+    group_concurrency = $13::integer
 WHERE name = $1

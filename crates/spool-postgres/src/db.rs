@@ -35,7 +35,7 @@ pub(crate) trait Db: Send + Sync {
 pub(crate) const ATTEMPTS: usize = 3;
 
 /// Whether `e` is a serialization failure.
-fn moved_under_it(e: &tokio_postgres::Error) -> bool {
+pub(crate) fn moved_under_it(e: &tokio_postgres::Error) -> bool {
     e.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE)
 }
 

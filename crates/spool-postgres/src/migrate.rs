@@ -63,6 +63,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "claim limits of queues",
         sql: include_str!("../migrations/0008_claim_limits.sql"),
     },
+    Migration {
+        version: 9,
+        name: "task groups",
+        sql: include_str!("../migrations/0009_groups.sql"),
+    },
 ];
 
 /// The latest version this build knows.

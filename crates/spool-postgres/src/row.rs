@@ -13,8 +13,8 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use spool_core::transition::{self, after_lease_expiry, push_error, LEASE_EXPIRED};
 use spool_core::{
-    ErrorRecord, Kind, Lease, Payload, PayloadFormat, QueueName, StoreError, Task, TaskId, TaskKey,
-    TaskState, Timestamp,
+    ErrorRecord, Kind, Lease, Payload, PayloadFormat, QueueName, StoreError, Task, TaskGroup,
+    TaskId, TaskKey, TaskState, Timestamp,
 };
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
@@ -127,6 +127,7 @@ pub(crate) struct StoredTask {
     created_at: Timestamp,
     updated_at: Timestamp,
     traceparent: Option<String>,
+    group: Option<TaskGroup>,
     /// The statement's clock.
     pub(crate) now: Timestamp,
 }
@@ -199,6 +200,10 @@ impl StoredTask {
             created_at: time_col(row, "created_at")?,
             updated_at: time_col(row, "updated_at")?,
             traceparent: get(row, "traceparent")?,
+            group: get::<Option<String>>(row, "grp")?
+                .map(TaskGroup::new)
+                .transpose()
+                .map_err(corrupt)?,
             now: time_col(row, "db_now")?,
         })
     }
@@ -222,7 +227,7 @@ impl StoredTask {
             created_at: self.created_at,
             updated_at: self.updated_at,
             traceparent: self.traceparent,
-            group: None, // GROUPS-PG
+            group: self.group,
         };
         let waiting = |run_at: Timestamp| {
             if run_at <= self.now {

@@ -19,7 +19,7 @@ use crate::config::Schema;
 const TASK_COLUMNS: &str = "t.id, t.kind, t.state, t.priority, t.run_at, t.attempt, \
     t.max_attempts, t.lease_ms, t.lease_owner, t.lease_token, t.lease_expires_at, t.key, \
     t.payload_json, t.payload, t.errors, t.created_at, t.updated_at, t.traceparent, \
-    {schema}.now_ms() AS db_now";
+    t.grp, {schema}.now_ms() AS db_now";
 
 /// What a list's state filter keeps: tasks *shown* in that state. Expired
 /// leases are written down before a list runs, so stored `leased` is leased.
@@ -35,16 +35,53 @@ fn state_filter(state: Option<TaskState>) -> &'static str {
     }
 }
 
-/// The claim steps (`sql/claim_steps.sql`), put in where a template says
-/// `{claim_steps}`.
+/// How a claim takes its tasks: in claim order (`sql/claim_steps.sql`),
+/// or group by group in turn (`sql/claim_group_steps.sql`).
+#[derive(Clone, Copy)]
+enum Steps {
+    InOrder,
+    InTurn,
+}
+
+/// The claim steps, put in where a template says `{claim_steps}`, each
+/// ending in `sql/claim_update.sql`; and what a limited claim's template
+/// (`sql/claim_limited.sql`) says of groups: the group to keep as the
+/// cursor (`{last_turn}`) and how long a full group holds a waiting claim
+/// back (`{group_wait}`).
 /// `limit` is how many tasks the steps may take at most: `$3` (the claim's
 /// max), or what a limited claim computed.
-fn with_claim_steps(template: &str, limit: &str) -> String {
+fn with_claim_steps(template: &str, steps: Steps, limit: &str) -> String {
+    let (fragment, last_turn, group_wait) = match steps {
+        Steps::InOrder => (
+            include_str!("../sql/claim_steps.sql"),
+            "NULL::text",
+            "NULL::bigint",
+        ),
+        Steps::InTurn => (
+            include_str!("../sql/claim_group_steps.sql"),
+            "(SELECT p.grp FROM picked p JOIN claimed c ON c.n = p.n ORDER BY p.n DESC LIMIT 1)",
+            include_str!("../sql/group_wait.sql"),
+        ),
+    };
+    template
+        .replace("{claim_steps}", fragment)
+        .replace("{claim_update}", include_str!("../sql/claim_update.sql"))
+        .replace("{limit}", limit)
+        .replace("{last_turn}", last_turn)
+        .replace("{group_wait}", group_wait)
+}
+
+/// An enqueue statement with `sql/mark_grouped.sql` put in where it says
+/// `{mark_grouped}`; `queue_id` is how the statement names its queue's id.
+fn with_mark_grouped(template: &str, queue_id: &str) -> String {
     template.replace(
-        "{claim_steps}",
-        &include_str!("../sql/claim_steps.sql").replace("{limit}", limit),
+        "{mark_grouped}",
+        &include_str!("../sql/mark_grouped.sql").replace("{queue_id}", queue_id),
     )
 }
+
+/// What a limited claim may take: the allowance its queue's limits leave.
+const ALLOWANCE: &str = "(SELECT allowance FROM q)";
 
 /// The list filters in a fixed order: no filter, then each state.
 const LIST_FILTERS: [Option<TaskState>; 5] = [
@@ -67,6 +104,10 @@ pub(crate) struct Sql {
     pub(crate) claim_global: String,
     /// A claim from a queue with limits, under `lock_limited_queue`.
     pub(crate) claim_limited: String,
+    /// A claim from a queue with groups, under `lock_limited_queue`.
+    pub(crate) claim_grouped: String,
+    /// A queue's groups with tasks waiting or leased (`Store::groups`).
+    pub(crate) groups: String,
     pub(crate) lock_limited_queue: String,
     pub(crate) next_due: String,
     pub(crate) ack_many: String,
@@ -146,18 +187,36 @@ impl Sql {
         Sql {
             enqueue_prepare: r(include_str!("../sql/enqueue_prepare.sql")),
             create_queue: r(include_str!("../sql/create_queue.sql")),
-            enqueue_insert: r(include_str!("../sql/enqueue_insert.sql")),
-            enqueue_keyless: r(include_str!("../sql/enqueue_keyless.sql")),
+            enqueue_insert: r(&with_mark_grouped(
+                include_str!("../sql/enqueue_insert.sql"),
+                "$1",
+            )),
+            enqueue_keyless: r(&with_mark_grouped(
+                include_str!("../sql/enqueue_keyless.sql"),
+                "(SELECT id FROM q)",
+            )),
             enqueue_one: r(include_str!("../sql/enqueue_one.sql")),
-            claim: r(&with_claim_steps(include_str!("../sql/claim.sql"), "$3")),
+            claim: r(&with_claim_steps(
+                include_str!("../sql/claim.sql"),
+                Steps::InOrder,
+                "$3",
+            )),
             claim_global: r(&with_claim_steps(
                 include_str!("../sql/claim_global.sql"),
+                Steps::InOrder,
                 "$3",
             )),
             claim_limited: r(&with_claim_steps(
                 include_str!("../sql/claim_limited.sql"),
-                "(SELECT allowance FROM q)",
+                Steps::InOrder,
+                ALLOWANCE,
             )),
+            claim_grouped: r(&with_claim_steps(
+                include_str!("../sql/claim_limited.sql"),
+                Steps::InTurn,
+                ALLOWANCE,
+            )),
+            groups: r(include_str!("../sql/groups.sql")),
             lock_limited_queue: r(include_str!("../sql/lock_limited_queue.sql")),
             next_due: r(include_str!("../sql/next_due.sql")),
             ack_many: r(include_str!("../sql/ack_many.sql")),
@@ -242,6 +301,11 @@ mod tests {
             "{task}",
             "{filter}",
             "{claim_steps}",
+            "{claim_update}",
+            "{last_turn}",
+            "{group_wait}",
+            "{mark_grouped}",
+            "{queue_id}",
             "{limit}",
             "{gen}",
             "{table}",

@@ -18,9 +18,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use spool_core::lease_wait::{wait_until_lost, RECHECK};
 use spool_core::store::validate_lease_wait;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueChange,
-    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
-    TaskPage, TaskPatch, TaskRef, Timestamp,
+    groups::GroupStats, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest,
+    NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store,
+    StoreError, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 use tokio::task::JoinHandle;
 
@@ -304,6 +304,10 @@ impl Store for PgStore {
 
     async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
         self.backend.stats().await
+    }
+
+    async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
+        self.backend.groups(queue, limit).await
     }
 
     async fn put_queue(

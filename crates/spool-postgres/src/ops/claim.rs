@@ -25,7 +25,7 @@ use crate::config::ClaimStrategy;
 use crate::db::{Db, Params};
 use crate::error::{corrupt, db};
 use crate::floor::Key;
-use crate::ops::claim_limits::says_limited;
+use crate::ops::claim_limits::{says_limited, Limited};
 use crate::row::StoredTask;
 use crate::values::millis;
 
@@ -138,10 +138,18 @@ impl Backend {
             };
             match rows {
                 Ok(rows) if says_limited(&rows)? => self.claim_limited(queue, params).await,
-                other => other.map(|rows| (rows, None)),
+                other => other.map(|rows| Limited {
+                    rows,
+                    recheck: None,
+                    grouped: false,
+                }),
             }
         };
-        let (rows, recheck) = match rows {
+        let Limited {
+            rows,
+            recheck,
+            grouped,
+        } = match rows {
             Ok(rows) => rows,
             Err(e) => {
                 // It may have locked rows, and left them behind the floor.
@@ -149,7 +157,9 @@ impl Backend {
                 return Err(e);
             }
         };
-        if let Some(last) = last_claimed(&rows)? {
+        // A grouped claim takes tasks out of claim order: what it took
+        // says nothing of where the order's front is.
+        if let Some(last) = last_claimed(&rows)?.filter(|_| !grouped) {
             self.floors.raise(queue, &start, last);
         }
         let claimed = claimed_in_order(&rows)?;

@@ -12,6 +12,17 @@
 //! some, which this process then remembers
 //! ([`LimitedQueues`](crate::limited::LimitedQueues)) so its
 //! next claims there come straight here.
+//!
+//! Queues with groups (that have held a grouped task, or bound each
+//! group's leases) come here too, limits or not: the lock statement says
+//! so, and the claim then takes the groups in turn
+//! (`sql/claim_group_steps.sql` inside `sql/claim_limited.sql`) and keeps
+//! the group it served last in the queue's row, for the next claim on any
+//! node (README.md, "Groups").
+//!
+//! The transaction runs again, up to [`ATTEMPTS`] times in all, when a
+//! statement met a row the rotation moved under it (as pooled statements
+//! do, [`crate::db`]): it changed nothing.
 
 use std::time::Duration;
 
@@ -19,8 +30,24 @@ use spool_core::StoreError;
 use tokio_postgres::Row;
 
 use crate::backend::Backend;
-use crate::db::{Db, Params};
+use crate::db::{moved_under_it, Db, Params, ATTEMPTS};
 use crate::error::{corrupt, db};
+use crate::sql::Sql;
+
+/// What a limited claim answered.
+pub(crate) struct Limited {
+    /// The claim statement's rows (none if the queue is gone).
+    pub(crate) rows: Vec<Row>,
+    /// When a waiting claim should look again.
+    pub(crate) recheck: Option<Duration>,
+    /// Whether it took the groups in turn: then what it took says nothing
+    /// of where the claim order's front is ([`crate::floor`]).
+    pub(crate) grouped: bool,
+}
+
+/// How many parameters the grouped claim takes: those of the claim
+/// statement before the claim floor, which it does not use.
+const GROUPED_PARAMS: usize = 5;
 
 /// Whether a claim statement's rows say the queue has limits.
 pub(crate) fn says_limited(rows: &[Row]) -> Result<bool, StoreError> {
@@ -52,29 +79,53 @@ fn recheck_in(rows: &[Row]) -> Result<Option<Duration>, StoreError> {
 }
 
 impl Backend {
-    /// Runs the limited claim in its transaction. Answers the statement's
-    /// rows and when a waiting claim should look again.
+    /// Runs the limited claim in its transaction, again if a row moved
+    /// under it. Answers the statement's rows and when a waiting claim
+    /// should look again.
     pub(crate) async fn claim_limited(
         &self,
         queue: &str,
         params: &Params<'_>,
-    ) -> Result<(Vec<Row>, Option<Duration>), StoreError> {
+    ) -> Result<Limited, StoreError> {
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db)?;
-        let locked = tx
-            .query(&self.sql.lock_limited_queue, &[&queue])
-            .await
-            .map_err(db)?;
-        if locked.is_empty() {
-            return Ok((Vec::new(), None));
-        }
-        let rows = tx
-            .query(&self.sql.claim_limited, params)
-            .await
-            .map_err(db)?;
-        tx.commit().await.map_err(db)?;
+        let mut attempt = 1;
+        let (rows, grouped) = loop {
+            match limited_transaction(&mut client, &self.sql, queue, params).await {
+                Err(e) if attempt < ATTEMPTS && moved_under_it(&e) => attempt += 1,
+                done => break done.map_err(db)?,
+            }
+        };
         self.limited.set(queue, says_limited(&rows)?);
         let recheck = recheck_in(&rows)?;
-        Ok((rows, recheck))
+        Ok(Limited {
+            rows,
+            recheck,
+            grouped,
+        })
     }
+}
+
+/// Locks the queue's row and claims: in claim order, or the groups in turn
+/// when the lock statement says the queue has groups. Answers the claim's
+/// rows (none if the queue is gone) and which it was.
+async fn limited_transaction(
+    client: &mut deadpool_postgres::Client,
+    sql: &Sql,
+    queue: &str,
+    params: &Params<'_>,
+) -> Result<(Vec<Row>, bool), tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    let locked = tx.query(&sql.lock_limited_queue, &[&queue]).await?;
+    let Some(row) = locked.first() else {
+        return Ok((Vec::new(), false));
+    };
+    let grouped: bool = row.try_get("grouped")?;
+    let rows = if grouped {
+        tx.query(&sql.claim_grouped, &params[..GROUPED_PARAMS])
+            .await?
+    } else {
+        tx.query(&sql.claim_limited, params).await?
+    };
+    tx.commit().await?;
+    Ok((rows, grouped))
 }

@@ -6,6 +6,7 @@ pub(crate) mod claim_limits;
 pub(crate) mod claim_lock;
 pub(crate) mod edit;
 pub(crate) mod enqueue;
+pub(crate) mod groups;
 pub(crate) mod lease;
 pub(crate) mod lost;
 pub(crate) mod queues;

@@ -29,6 +29,7 @@ pub(crate) struct SettingsParams {
     rate_period_ms: Option<i64>,
     rate_burst: Option<i32>,
     max_leased: Option<i32>,
+    group_concurrency: Option<i32>,
 }
 
 impl SettingsParams {
@@ -53,13 +54,15 @@ impl SettingsParams {
         ]
     }
 
-    /// The limits, in the order of `put_queue.sql`'s last parameters.
-    fn limit_params(&self) -> [&(dyn ToSql + Sync); 4] {
+    /// The limits, in the order of `put_queue.sql`'s last parameters
+    /// (the claim limits, then the bound on each group's leases).
+    fn limit_params(&self) -> [&(dyn ToSql + Sync); 5] {
         [
             &self.rate_limit,
             &self.rate_period_ms,
             &self.rate_burst,
             &self.max_leased,
+            &self.group_concurrency,
         ]
     }
 }
@@ -99,6 +102,10 @@ pub(crate) fn settings_params(
             .map(|r| int("rate_limit.burst", r.burst))
             .transpose()?,
         max_leased: s.max_leased.map(|n| int("max_leased", n)).transpose()?,
+        group_concurrency: s
+            .group_concurrency
+            .map(|n| int("group_concurrency", n))
+            .transpose()?,
     })
 }
 
@@ -131,7 +138,7 @@ fn settings_from(row: &Row) -> Result<QueueSettings, StoreError> {
             _ => None,
         },
         max_leased: count(row, "max_leased")?,
-        group_concurrency: None, // GROUPS-PG
+        group_concurrency: count(row, "group_concurrency")?,
     })
 }
 

@@ -42,8 +42,8 @@ async fn concurrent_starters_migrate_once() {
             tokio::spawn(connect(config))
         })
         .collect();
-    // Versions 1 to 8, each applied once.
-    let every_version_once: Vec<(i32, i64)> = (1..=8).map(|v| (v, 1)).collect();
+    // Versions 1 to 9, each applied once.
+    let every_version_once: Vec<(i32, i64)> = (1..=9).map(|v| (v, 1)).collect();
     let mut stores = Vec::new();
     for s in starters {
         stores.push(s.await.expect("every starter connects"));
@@ -170,9 +170,10 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(8, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(9, 1)));
     let q = QueueName::new("kept").unwrap();
-    // Migration 8 keeps the queue's settings, and gives it no limits.
+    // Migrations 8 and 9 keep the queue's settings, and give it no limits
+    // and no bound on its groups.
     let kept = spool_core::QueueSettings {
         lease: std::time::Duration::from_secs(30),
         max_attempts: 3,
@@ -203,6 +204,10 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
     let mut want: Vec<u64> = (1..=20).collect();
     want.sort_by_key(|i| (i % 3, *i));
     assert_eq!(got, want, "every ready task is claimed, in claim order");
+    assert!(
+        claimed.iter().all(|t| t.group.is_none()),
+        "tasks from before migration 9 have no group"
+    );
     for (id, state) in [
         (21, TaskState::Scheduled),
         (22, TaskState::Leased),

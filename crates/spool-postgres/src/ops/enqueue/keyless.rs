@@ -1,6 +1,8 @@
 //! The one-statement enqueues: a batch in which no task has a key
 //! (`sql/enqueue_keyless.sql`), and a single such task as a plain
-//! `INSERT ... SELECT` (`sql/enqueue_one.sql`). Both write nothing and
+//! `INSERT ... SELECT` (`sql/enqueue_one.sql`; a task without a group:
+//! a grouped one takes the batch statement, which marks its queue as
+//! having groups, README.md "Groups"). Both write nothing and
 //! answer `None` when the queue does not exist, for the general path to
 //! create it.
 
@@ -85,6 +87,7 @@ pub(super) async fn enqueue_keyless(
                 &rows.payload_json,
                 &rows.payload,
                 &rows.traceparent,
+                &rows.group,
             ],
         )
         .await

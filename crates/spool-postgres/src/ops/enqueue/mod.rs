@@ -138,7 +138,7 @@ pub(crate) async fn enqueue_on(
     }
 
     if first_use.is_empty() && notify == NotifyIn::Later {
-        if let [task] = tasks.as_slice() {
+        if let [task @ NewTask { group: None, .. }] = tasks.as_slice() {
             if let Some(done) = enqueue_one(db_, sql, queue, task, &slots).await? {
                 return Ok(done);
             }
@@ -172,6 +172,7 @@ pub(crate) async fn enqueue_on(
                 &rows.payload,
                 &notify_here,
                 &rows.traceparent,
+                &rows.group,
             ],
         )
         .await

@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use spool_core::task::RunAt;
-use spool_core::{NewTask, PayloadFormat, StoreError, TaskKey};
+use spool_core::{NewTask, PayloadFormat, StoreError, TaskGroup, TaskKey};
 
 use super::Slot;
 use crate::values::{millis, time};
@@ -36,6 +36,7 @@ pub(super) struct Rows<'a> {
     pub(super) payload_json: Vec<bool>,
     pub(super) payload: Vec<&'a [u8]>,
     pub(super) traceparent: Vec<Option<&'a str>>,
+    pub(super) group: Vec<Option<&'a str>>,
 }
 
 impl<'a> Rows<'a> {
@@ -59,6 +60,7 @@ impl<'a> Rows<'a> {
             payload_json: Vec::with_capacity(n),
             payload: Vec::with_capacity(n),
             traceparent: Vec::with_capacity(n),
+            group: Vec::with_capacity(n),
         };
         for (t, slot) in tasks.iter().zip(slots) {
             if let Some(max) = limits.max_payload {
@@ -103,6 +105,7 @@ impl<'a> Rows<'a> {
                 .push(t.payload.format == PayloadFormat::Json);
             rows.payload.push(&t.payload.bytes);
             rows.traceparent.push(t.traceparent.as_deref());
+            rows.group.push(t.group.as_ref().map(TaskGroup::as_str));
         }
         Ok(rows)
     }

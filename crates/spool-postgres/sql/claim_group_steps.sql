@@ -1,0 +1,100 @@
+-- A fragment: the steps of a claim from a queue with groups, for
+-- claim_limited.sql in place of claim_steps.sql (README.md, "Groups").
+-- claim_limited.sql defines before it `b` (the queue's row: id,
+-- group_concurrency, group_cursor, at: the statement's clock) and `q`
+-- (allowance: how many tasks the claim may take, may_claim: allowance > 0).
+-- It runs under the queue row's lock (lock_limited_queue.sql, which also
+-- made the queue's due scheduled tasks ready), so no other claim of the
+-- queue runs meanwhile, on any node, and the counts it reads hold.
+--
+-- The claim order (spool_core::groups): groups in name order ('' for the
+-- tasks without a group, first), starting after group_cursor (the group
+-- the previous claim served last) and wrapping around; one task per group
+-- per turn; within a group, (priority, run_at, id) order. With
+-- group_concurrency, a group takes at most that many less its live leases
+-- (a lease past its end does not count); tasks without a group are not
+-- bound by it.
+--
+-- `walk` is a loose index scan of tasks_ready_grouped: each step one probe
+-- for the first group after the last one, so it costs one probe per group
+-- visited, not per task. It starts at the cursor (pos 0, not a turn; or at
+-- '' when there is none) and goes up in name order; past the last group it
+-- wraps (seg 1) to '', then goes on up to the cursor. `turns` keeps the
+-- groups that may take a task, at most the allowance of them, and
+-- `rounds` takes their tasks turn by turn, each the next of its group by
+-- one probe of the group's range. Both are read lazily through LIMITs: a
+-- claim of n tasks visits about n groups (plus full ones) and probes about
+-- n times, however many groups and tasks the queue has.
+-- Defines `picked` (gen, ctid, grp, n) and then `claimed`.
+walk (grp, seg, pos) AS (
+    SELECT COALESCE(b.group_cursor, '' COLLATE "C"), 0,
+           CASE WHEN b.group_cursor IS NULL THEN 1 ELSE 0 END
+    FROM b WHERE (SELECT may_claim FROM q)
+    UNION ALL
+    SELECT n.grp, n.seg, w.pos + 1
+    FROM walk w
+    CROSS JOIN LATERAL (
+        SELECT x.grp, w.seg FROM (
+            SELECT t.grp FROM {schema}.tasks t
+            WHERE t.queue_id = (SELECT id FROM b) AND t.grp IS NOT NULL
+              AND t.state = 'ready' AND t.grp > w.grp
+            ORDER BY t.grp
+            LIMIT 1
+        ) x
+        WHERE w.seg = 0 OR x.grp <= (SELECT group_cursor FROM b)
+        UNION ALL
+        SELECT '' COLLATE "C", 1 WHERE w.seg = 0 AND (SELECT group_cursor FROM b) IS NOT NULL
+        LIMIT 1
+    ) n
+), plain AS (
+    SELECT EXISTS (
+        SELECT 1 FROM {schema}.tasks t
+        WHERE t.queue_id = (SELECT id FROM b) AND t.state = 'ready' AND t.grp IS NULL
+    ) AS waiting
+), turns AS (
+    SELECT w.pos, w.grp, r.room
+    FROM walk w
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN w.grp = '' OR b.group_concurrency IS NULL THEN q.allowance
+               ELSE LEAST(q.allowance, b.group_concurrency - (
+                   SELECT count(*) FROM (
+                       SELECT 1 FROM {schema}.tasks l
+                       WHERE l.queue_id = b.id AND l.grp = w.grp AND l.grp IS NOT NULL
+                         AND l.state = 'leased' AND l.lease_expires_at > b.at
+                       LIMIT b.group_concurrency
+                   ) live))
+               END AS room
+        FROM b, q
+    ) r
+    WHERE w.pos > 0 AND r.room > 0 AND (w.grp <> '' OR (SELECT waiting FROM plain))
+    LIMIT (SELECT allowance FROM q)
+), rounds (pos, grp, room, r, gen, ctid, priority, run_at, id) AS (
+    -- Turn 0 stands before each group's first task: the smallest key.
+    SELECT pos, grp, room, 0, NULL::smallint, NULL::tid,
+           (-32768)::smallint, '-infinity'::timestamptz, 0::bigint
+    FROM turns
+    UNION ALL
+    SELECT x.pos, x.grp, x.room, x.r + 1, n.gen, n.ctid, n.priority, n.run_at, n.id
+    FROM rounds x
+    CROSS JOIN LATERAL (
+        (SELECT t.gen, t.ctid, t.priority, t.run_at, t.id FROM {schema}.tasks t
+         WHERE x.grp <> '' AND t.queue_id = (SELECT id FROM b) AND t.grp = x.grp
+           AND t.grp IS NOT NULL AND t.state = 'ready'
+           AND (t.priority, t.run_at, t.id) > (x.priority, x.run_at, x.id)
+         ORDER BY t.priority, t.run_at, t.id
+         LIMIT 1)
+        UNION ALL
+        (SELECT t.gen, t.ctid, t.priority, t.run_at, t.id FROM {schema}.tasks t
+         WHERE x.grp = '' AND t.queue_id = (SELECT id FROM b) AND t.grp IS NULL
+           AND t.state = 'ready'
+           AND (t.priority, t.run_at, t.id) > (x.priority, x.run_at, x.id)
+         ORDER BY t.priority, t.run_at, t.id
+         LIMIT 1)
+    ) n
+    WHERE x.r < x.room
+), picked AS (
+    -- A recursive query yields each turn's rows before the next turn's,
+    -- in the order of the turn before: the first rows are the claim's.
+    SELECT gen, ctid, grp, row_number() OVER (ORDER BY r, pos) AS n
+    FROM (SELECT * FROM rounds WHERE r > 0 LIMIT (SELECT allowance FROM q)) c
+), {claim_update}

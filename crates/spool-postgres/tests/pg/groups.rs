@@ -1,0 +1,285 @@
+//! Task groups across nodes (docs/spec.md §4, "Groups"; README.md,
+//! "Groups"): several stores on one schema, and group_concurrency and the
+//! claims' turns hold for all of them together, not per node.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use spool_core::{
+    ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store, Task, TaskGroup,
+};
+use spool_postgres::PgStore;
+use tokio_postgres::NoTls;
+
+use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
+
+const NODES: usize = 3;
+
+/// `NODES` stores on one schema, and queue `q` with `settings`.
+async fn nodes(schema: &str, settings: QueueSettings) -> (Vec<Arc<PgStore>>, QueueName) {
+    let mut stores = Vec::new();
+    for _ in 0..NODES {
+        stores.push(Arc::new(connect(test_config(schema)).await));
+    }
+    let q = QueueName::new("grouped").unwrap();
+    stores[0].put_queue(&q, settings.into()).await.unwrap();
+    (stores, q)
+}
+
+fn group(name: &str) -> TaskGroup {
+    TaskGroup::new(name).unwrap()
+}
+
+/// `n` tasks of group `g`, the i-th with payload i.
+fn tasks_of(g: &str, n: usize) -> Vec<NewTask> {
+    (0..n)
+        .map(|i| NewTask::new(Payload::binary(i.to_le_bytes().to_vec())).group(group(g)))
+        .collect()
+}
+
+fn group_of(task: &Task) -> String {
+    task.group
+        .as_ref()
+        .map_or(String::new(), |g| g.as_str().to_string())
+}
+
+/// With group_concurrency 2, twelve claimers on three nodes never hold more
+/// than two tasks of one group at once between them, and do reach two in
+/// every group; every task is handed out once. The count a claimer keeps
+/// rises only after its claim answered and falls before it acks, so it
+/// never exceeds what the store has leased.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn group_concurrency_holds_across_nodes() {
+    const MAX: usize = 2;
+    const GROUPS: usize = 5;
+    const PER_GROUP: usize = 30;
+    const TASKS: usize = GROUPS * PER_GROUP;
+    const CLAIMERS_PER_NODE: usize = 4;
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let settings = QueueSettings {
+        group_concurrency: Some(MAX as u32),
+        ..QueueSettings::default()
+    };
+    let (stores, q) = nodes(&schema, settings).await;
+    let names: Vec<String> = (0..GROUPS).map(|g| format!("customer-{g}")).collect();
+    for name in &names {
+        stores[0]
+            .enqueue(&q, tasks_of(name, PER_GROUP))
+            .await
+            .unwrap();
+    }
+    let held: Arc<HashMap<String, AtomicUsize>> = Arc::new(
+        names
+            .iter()
+            .map(|n| (n.clone(), AtomicUsize::new(0)))
+            .collect(),
+    );
+    let most: Arc<HashMap<String, AtomicUsize>> = Arc::new(
+        names
+            .iter()
+            .map(|n| (n.clone(), AtomicUsize::new(0)))
+            .collect(),
+    );
+    let done = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut claimers = Vec::new();
+    for (n, store) in stores.iter().enumerate() {
+        for c in 0..CLAIMERS_PER_NODE {
+            let (store, q) = (store.clone(), q.clone());
+            let (held, most, done, seen) = (held.clone(), most.clone(), done.clone(), seen.clone());
+            claimers.push(tokio::spawn(async move {
+                let req = ClaimRequest::new(q, format!("node{n}-{c}"))
+                    .max(4)
+                    .wait(Duration::from_millis(300));
+                while done.load(Ordering::SeqCst) < TASKS {
+                    let got = store.claim(req.clone()).await.unwrap();
+                    for t in &got {
+                        let g = group_of(t);
+                        let now = held[&g].fetch_add(1, Ordering::SeqCst) + 1;
+                        most[&g].fetch_max(now, Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    for t in got {
+                        held[&group_of(&t)].fetch_sub(1, Ordering::SeqCst);
+                        let token = t.lease.as_ref().unwrap().token;
+                        store.ack(t.id, token, None).await.unwrap();
+                        seen.lock().unwrap().push(t.id);
+                        done.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }));
+        }
+    }
+    for c in claimers {
+        tokio::time::timeout(Duration::from_secs(60), c)
+            .await
+            .expect("the claimers drain the queue")
+            .unwrap();
+    }
+    let mut seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), TASKS);
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), TASKS, "every task handed out once");
+    let most: Vec<usize> = names
+        .iter()
+        .map(|name| most[name].load(Ordering::SeqCst))
+        .collect();
+    assert_eq!(
+        most,
+        vec![MAX; GROUPS],
+        "at most, and at last, {MAX} of each group at once"
+    );
+}
+
+/// One sequence of claims, each on the next node, goes round the groups
+/// in name order as one store's would: the cursor is the queue's, in the
+/// database. A claim of many on yet another node then starts after the
+/// group the last one served.
+#[tokio::test]
+async fn claims_on_every_node_take_the_groups_in_one_turn() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let (stores, q) = nodes(&schema, QueueSettings::default()).await;
+    stores[0].enqueue(&q, tasks_of("a", 100)).await.unwrap();
+    stores[1].enqueue(&q, tasks_of("b", 4)).await.unwrap();
+    stores[2].enqueue(&q, tasks_of("c", 4)).await.unwrap();
+    let mut turns = Vec::new();
+    for i in 0..10 {
+        let req = ClaimRequest::new(q.clone(), format!("w{i}"));
+        let got = stores[i % NODES].claim(req).await.unwrap();
+        assert_eq!(got.len(), 1);
+        turns.push(group_of(&got[0]));
+    }
+    assert_eq!(turns, ["a", "b", "c", "a", "b", "c", "a", "b", "c", "a"]);
+    // After a: b, c, then a (b and c run out at their fourth turn).
+    let req = ClaimRequest::new(q.clone(), "many").max(6);
+    let got: Vec<String> = stores[1]
+        .claim(req)
+        .await
+        .unwrap()
+        .iter()
+        .map(group_of)
+        .collect();
+    assert_eq!(got, ["b", "c", "a", "a", "a", "a"]);
+}
+
+/// A lease that runs out frees its group's slot for a claim on another
+/// node at once, before any sweeper writes the expiry down; and a claim
+/// waiting on a full group on one node wakes when another node acks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_freed_on_one_node_serves_another() {
+    const LEASE: Duration = Duration::from_millis(400);
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let settings = QueueSettings {
+        group_concurrency: Some(1),
+        ..QueueSettings::default()
+    };
+    let (stores, q) = nodes(&schema, settings).await;
+    stores[0].enqueue(&q, tasks_of("a", 3)).await.unwrap();
+    let first = stores[0]
+        .claim(ClaimRequest::new(q.clone(), "w0").lease(LEASE))
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 1);
+    let other = ClaimRequest::new(q.clone(), "w1").max(10);
+    assert!(stores[1].claim(other.clone()).await.unwrap().is_empty());
+    tokio::time::sleep(LEASE + Duration::from_millis(20)).await;
+    let second = stores[1].claim(other.clone()).await.unwrap();
+    assert_eq!(second.len(), 1, "the expired lease's slot takes one task");
+    assert!(stores[2].claim(other.clone()).await.unwrap().is_empty());
+
+    let waiter = stores[2].clone();
+    let waiting = tokio::spawn(async move {
+        waiter
+            .claim(other.wait(Duration::from_secs(5)))
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "the full group handed out a task");
+    let acked = Instant::now();
+    let token = second[0].lease.as_ref().unwrap().token;
+    stores[1].ack(second[0].id, token, None).await.unwrap();
+    let got = waiting.await.unwrap();
+    let waited = acked.elapsed();
+    assert_eq!(got.len(), 1);
+    assert!(
+        waited < Duration::from_millis(900),
+        "the claim on another node waited {waited:?} after the ack"
+    );
+}
+
+/// A queue stays on the ordinary claim path until a grouped task comes:
+/// then the enqueue marks it, a transactional enqueue inside the caller's
+/// transaction too (and a rolled-back one does not), and the rotation of
+/// the ring moves grouped tasks with their group. (Multi-threaded: the
+/// schema is dropped while the rotation, aborted with the store, may still
+/// hold its transaction until a worker lets the task go.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_enqueues_mark_their_queue_and_groups_survive_the_ring() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let store = connect(spool_postgres::PgConfig {
+        rotate_interval: Duration::from_millis(100),
+        ..test_config(&schema)
+    })
+    .await;
+    let (mut admin, connection) = tokio_postgres::connect(&database_url(), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let marked = format!("SELECT has_groups FROM \"{schema}\".queues WHERE name = $1");
+    let q = QueueName::new("plain").unwrap();
+    let plain = (0..3)
+        .map(|i| NewTask::new(Payload::binary(vec![i])))
+        .collect();
+    store.enqueue(&q, plain).await.unwrap();
+    let flag = |rows: Vec<tokio_postgres::Row>| -> bool { rows[0].get(0) };
+    assert!(!flag(admin.query(&marked, &[&"plain"]).await.unwrap()));
+
+    let tx = admin.transaction().await.unwrap();
+    store.enqueue_in(&tx, &q, tasks_of("x", 1)).await.unwrap();
+    tx.rollback().await.unwrap();
+    assert!(
+        !flag(admin.query(&marked, &[&"plain"]).await.unwrap()),
+        "a rolled-back enqueue marks nothing"
+    );
+    let tx = admin.transaction().await.unwrap();
+    let ids = store.enqueue_in(&tx, &q, tasks_of("x", 2)).await.unwrap();
+    tx.commit().await.unwrap();
+    assert!(flag(admin.query(&marked, &[&"plain"]).await.unwrap()));
+    assert_eq!(
+        store.get(ids[0].id.into()).await.unwrap().group,
+        Some(group("x"))
+    );
+
+    // Two turns of the ring move every task out of the partition it was
+    // written to.
+    let ring = format!("SELECT current FROM \"{schema}\".ring");
+    let start: i16 = admin.query_one(&ring, &[]).await.unwrap().get(0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut turned = 0;
+    let mut last = start;
+    while turned < 2 {
+        assert!(Instant::now() < deadline, "the ring did not turn");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now: i16 = admin.query_one(&ring, &[]).await.unwrap().get(0);
+        if now != last {
+            turned += 1;
+            last = now;
+        }
+    }
+    // The ungrouped tasks, then x, in turns: the three plain ones are one
+    // group, named ''.
+    let got = store
+        .claim(ClaimRequest::new(q.clone(), "w").max(10))
+        .await
+        .unwrap();
+    let turns: Vec<String> = got.iter().map(group_of).collect();
+    assert_eq!(turns, ["", "x", "", "x", ""]);
+}
