@@ -418,10 +418,7 @@ pub trait Store: Send + Sync + 'static {
     /// first, then most leased, then by name; at most `limit` (1 to
     /// [`crate::groups::MAX_GROUP_STATS`]) of them. An unknown queue has
     /// none.
-    async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
-        let _ = (queue, limit);
-        Err(StoreError::Unavailable("GROUPS-TODO".into()))
-    }
+    async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError>;
 
     /// Creates the queue (defaults for absent fields) or changes only the
     /// fields given, atomically with respect to every other change of the

@@ -25,9 +25,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use spool_core::{
-    ClaimRequest, Clock, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, ManualClock,
-    NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store,
-    StoreError, SystemClock, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
+    ClaimRequest, Clock, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken, ListRequest,
+    ManualClock, NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule,
+    ScheduleSpec, Store, StoreError, SystemClock, Task, TaskId, TaskPage, TaskPatch, TaskRef,
+    Timestamp,
 };
 use spool_engine::{Engine, EngineConfig};
 use tokio::sync::{watch, Notify};
@@ -193,6 +194,10 @@ impl Store for Paused {
 
     async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
         self.call(self.engine.stats())
+    }
+
+    async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
+        self.call(self.engine.groups(queue, limit))
     }
 
     async fn put_queue(

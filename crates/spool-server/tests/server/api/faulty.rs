@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, LeaseToken, ListRequest, NewTask, QueueChange,
-    QueueName, QueueSettings, QueueStats, Store, StoreError, Task, TaskId, TaskPage, TaskPatch,
-    TaskRef, Timestamp,
+    ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, LeaseToken, ListRequest, NewTask,
+    QueueChange, QueueName, QueueSettings, QueueStats, Store, StoreError, Task, TaskId, TaskPage,
+    TaskPatch, TaskRef, Timestamp,
 };
 
 /// How the store behaves now.
@@ -126,6 +126,10 @@ impl Store for Faulty {
     async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
         self.gate().await?;
         self.inner.stats().await
+    }
+    async fn groups(&self, q: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
+        self.gate().await?;
+        self.inner.groups(q, limit).await
     }
     async fn put_queue(
         &self,
