@@ -127,6 +127,7 @@ fn json(t: &Task) -> serde_json::Value {
         "priority": t.priority,
         "run_at": render::time_json(t.run_at),
         "key": t.key.as_ref().map(|k| k.as_str()),
+        "group": t.group.as_ref().map(|g| g.as_str()),
         "payload": payload,
         "payload_bytes": payload_bytes,
         "errors": errors,

@@ -310,6 +310,22 @@ fn tasks_are_enqueued_in_groups_and_the_groups_listed() -> TestResult {
         server.ok(&["enqueue", "fetch", "--group", group]);
     }
     server.ok(&["enqueue", "fetch"]);
+    let listed: serde_json::Value =
+        serde_json::from_str(&server.ok(&["tasks", "fetch", "--json"]))?;
+    let groups: Vec<&serde_json::Value> = listed["tasks"]
+        .as_array()
+        .map(|tasks| tasks.iter().map(|t| &t["group"]).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        groups,
+        [
+            &serde_json::json!("api.example.com"),
+            &serde_json::json!("api.example.com"),
+            &serde_json::json!("cdn ü"),
+            &serde_json::Value::Null,
+        ],
+        "{listed}"
+    );
     let table = server.ok(&["groups", "fetch"]);
     let rows: Vec<Vec<&str>> = table
         .lines()
