@@ -234,6 +234,16 @@ before(async () => {
     { kind: 'refund', payload: { invoice: 8 }, delay_ms: 3_600_000 },
     { kind: 'charge', payload_base64: 'AAECAwQFBgcICQ==' },
   ]);
+  // Flow control: limits on the queue, and customers' tasks in groups.
+  await api(open, 'PUT', '/v1/queues/billing', {
+    rate_limit: { limit: 50, period_ms: 1000, burst: 10 },
+    max_leased: 20,
+    group_concurrency: 4,
+  });
+  await enqueue(open, 'billing', [
+    ...Array.from({ length: 6 }, (_, i) => ({ kind: 'charge', group: 'customer:acme', payload: { invoice: 100 + i } })),
+    ...Array.from({ length: 2 }, (_, i) => ({ kind: 'charge', group: 'customer:globex', payload: { invoice: 200 + i } })),
+  ]);
   await enqueue(open, 'reports', [{ kind: 'build-report', payload: { report: 'weekly' } }]);
 });
 
@@ -276,6 +286,11 @@ test('a task opens from its queue, with its payload and errors', async () => {
   // Most attempts first: the dead charge (3 attempts) and the stuck one.
   const firstAttempts = await page.locator('table.tasks tbody tr').first().locator('td.num').innerText();
   assert.equal(firstAttempts, '3 / 20');
+  // Its limits, and its busiest groups first.
+  await page.getByRole('heading', { name: 'Groups' }).waitFor();
+  const busiest = page.locator('table.groups tbody tr').first();
+  assert.equal(await busiest.locator('th').innerText(), 'customer:acme');
+  assert.match(await busiest.locator('td').last().innerText(), /of 4$/);
   await shot(page, 'queue');
 
   await page.locator('table.tasks tbody tr').nth(1).locator('th a').click();
