@@ -25,7 +25,7 @@
 -- look again.
 WITH RECURSIVE b AS (
     SELECT id, lease_ms, rate_limit, rate_period_ms, rate_burst, max_leased,
-           group_concurrency, group_cursor, at,
+           group_concurrency, has_groups, group_cursor, at,
            CASE WHEN rate_limit IS NOT NULL THEN LEAST(
                rate_burst::double precision,
                COALESCE(rate_tokens, rate_burst)
@@ -45,7 +45,8 @@ WITH RECURSIVE b AS (
 ), q AS (
     SELECT id, lease_ms, limited, allowance, allowance > 0 AS may_claim FROM (
         SELECT id, lease_ms,
-               (rate_limit IS NOT NULL OR max_leased IS NOT NULL) AS limited,
+               (rate_limit IS NOT NULL OR max_leased IS NOT NULL
+                OR group_concurrency IS NOT NULL OR has_groups) AS limited,
                LEAST(
                    $3::bigint,
                    COALESCE(floor(tokens + 1e-9)::bigint, $3::bigint),

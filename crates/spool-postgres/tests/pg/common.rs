@@ -4,8 +4,11 @@
 //! Tests read `DATABASE_URL` (default: the local development server) and
 //! fail, never skip, when it cannot be reached.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use spool_core::{ClaimRequest, QueueName, Store, Task, TaskId};
 use spool_postgres::{ClaimStrategy, PgConfig, PgStore};
 use spool_testkit::{Fixture, TimeControl};
 
@@ -92,4 +95,73 @@ async fn fresh_with(claim: ClaimStrategy) -> Fixture {
     })
     .await;
     Fixture::new(Arc::new(store), TimeControl::Real).keep(DropSchema(schema))
+}
+
+/// `n` stores on one schema: nodes of one cluster.
+pub(crate) async fn stores_on(schema: &str, n: usize) -> Vec<Arc<PgStore>> {
+    let mut stores = Vec::new();
+    for _ in 0..n {
+        stores.push(Arc::new(connect(test_config(schema)).await));
+    }
+    stores
+}
+
+/// How [`drain_across`] claims: claimers on each store, tasks per claim
+/// (long polls of 300 ms), and how long a claimer holds what it got
+/// before it acks.
+pub(crate) struct Claimers {
+    pub(crate) per_node: usize,
+    pub(crate) max: u32,
+    pub(crate) hold: Duration,
+}
+
+/// Claimers on every store drain `tasks` tasks of `q`, as `how` says, and
+/// ack each task they got. `claimed` hears of each batch once its claim
+/// answered, `released` of each task before its ack, so what they count
+/// never exceeds what the store has leased. Answers the ids acked; fails
+/// the test unless all are acked within 60 s.
+pub(crate) async fn drain_across(
+    stores: &[Arc<PgStore>],
+    q: &QueueName,
+    how: Claimers,
+    tasks: usize,
+    claimed: impl Fn(&[Task]) + Send + Sync + 'static,
+    released: impl Fn(&Task) + Send + Sync + 'static,
+) -> Vec<TaskId> {
+    let (claimed, released) = (Arc::new(claimed), Arc::new(released));
+    let done = Arc::new(AtomicUsize::new(0));
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let mut claimers = Vec::new();
+    for (n, store) in stores.iter().enumerate() {
+        for c in 0..how.per_node {
+            let (store, done, acked) = (store.clone(), done.clone(), acked.clone());
+            let (claimed, released) = (claimed.clone(), released.clone());
+            let req = ClaimRequest::new(q.clone(), format!("node{n}-{c}"))
+                .max(how.max)
+                .wait(Duration::from_millis(300));
+            let hold = how.hold;
+            claimers.push(tokio::spawn(async move {
+                while done.load(Ordering::SeqCst) < tasks {
+                    let got = store.claim(req.clone()).await.expect("a claim");
+                    claimed(&got);
+                    tokio::time::sleep(hold).await;
+                    for t in got {
+                        released(&t);
+                        let token = t.lease.as_ref().expect("a lease").token;
+                        store.ack(t.id, token, None).await.expect("an ack");
+                        acked.lock().unwrap_or_else(|e| e.into_inner()).push(t.id);
+                        done.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }));
+        }
+    }
+    for c in claimers {
+        tokio::time::timeout(Duration::from_secs(60), c)
+            .await
+            .expect("the claimers drain the queue")
+            .expect("a claimer");
+    }
+    let acked = acked.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    acked
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use spool_core::{
@@ -13,16 +13,15 @@ use spool_core::{
 use spool_postgres::PgStore;
 use tokio_postgres::NoTls;
 
-use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
+use crate::common::{
+    connect, database_url, drain_across, fresh_schema, stores_on, test_config, Claimers, DropSchema,
+};
 
 const NODES: usize = 3;
 
 /// `NODES` stores on one schema, and queue `q` with `settings`.
 async fn nodes(schema: &str, settings: QueueSettings) -> (Vec<Arc<PgStore>>, QueueName) {
-    let mut stores = Vec::new();
-    for _ in 0..NODES {
-        stores.push(Arc::new(connect(test_config(schema)).await));
-    }
+    let stores = stores_on(schema, NODES).await;
     let q = QueueName::new("grouped").unwrap();
     stores[0].put_queue(&q, settings.into()).await.unwrap();
     (stores, q)
@@ -71,59 +70,44 @@ async fn group_concurrency_holds_across_nodes() {
             .await
             .unwrap();
     }
-    let held: Arc<HashMap<String, AtomicUsize>> = Arc::new(
-        names
-            .iter()
-            .map(|n| (n.clone(), AtomicUsize::new(0)))
-            .collect(),
-    );
-    let most: Arc<HashMap<String, AtomicUsize>> = Arc::new(
-        names
-            .iter()
-            .map(|n| (n.clone(), AtomicUsize::new(0)))
-            .collect(),
-    );
-    let done = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut claimers = Vec::new();
-    for (n, store) in stores.iter().enumerate() {
-        for c in 0..CLAIMERS_PER_NODE {
-            let (store, q) = (store.clone(), q.clone());
-            let (held, most, done, seen) = (held.clone(), most.clone(), done.clone(), seen.clone());
-            claimers.push(tokio::spawn(async move {
-                let req = ClaimRequest::new(q, format!("node{n}-{c}"))
-                    .max(4)
-                    .wait(Duration::from_millis(300));
-                while done.load(Ordering::SeqCst) < TASKS {
-                    let got = store.claim(req.clone()).await.unwrap();
-                    for t in &got {
-                        let g = group_of(t);
-                        let now = held[&g].fetch_add(1, Ordering::SeqCst) + 1;
-                        most[&g].fetch_max(now, Ordering::SeqCst);
-                    }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    for t in got {
-                        held[&group_of(&t)].fetch_sub(1, Ordering::SeqCst);
-                        let token = t.lease.as_ref().unwrap().token;
-                        store.ack(t.id, token, None).await.unwrap();
-                        seen.lock().unwrap().push(t.id);
-                        done.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-            }));
-        }
-    }
-    for c in claimers {
-        tokio::time::timeout(Duration::from_secs(60), c)
-            .await
-            .expect("the claimers drain the queue")
-            .unwrap();
-    }
-    let mut seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), TASKS);
-    seen.sort();
-    seen.dedup();
-    assert_eq!(seen.len(), TASKS, "every task handed out once");
+    let counters = || -> Arc<HashMap<String, AtomicUsize>> {
+        Arc::new(
+            names
+                .iter()
+                .map(|n| (n.clone(), AtomicUsize::new(0)))
+                .collect(),
+        )
+    };
+    let (held, most) = (counters(), counters());
+    // Each claimer holds its tasks 50 ms, long enough for other claims to
+    // come meanwhile: claims of one queue take turns.
+    let how = Claimers {
+        per_node: CLAIMERS_PER_NODE,
+        max: 2,
+        hold: Duration::from_millis(50),
+    };
+    let (up, down, top) = (held.clone(), held.clone(), most.clone());
+    let mut acked = drain_across(
+        &stores,
+        &q,
+        how,
+        TASKS,
+        move |got| {
+            for t in got {
+                let g = group_of(t);
+                let now = up[&g].fetch_add(1, Ordering::SeqCst) + 1;
+                top[&g].fetch_max(now, Ordering::SeqCst);
+            }
+        },
+        move |t| {
+            down[&group_of(t)].fetch_sub(1, Ordering::SeqCst);
+        },
+    )
+    .await;
+    assert_eq!(acked.len(), TASKS);
+    acked.sort();
+    acked.dedup();
+    assert_eq!(acked.len(), TASKS, "every task handed out once");
     let most: Vec<usize> = names
         .iter()
         .map(|name| most[name].load(Ordering::SeqCst))

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, RateLimit, Store};
 use spool_postgres::PgStore;
 
-use crate::common::{connect, fresh_schema, test_config, DropSchema};
+use crate::common::{drain_across, fresh_schema, stores_on, Claimers, DropSchema};
 
 const NODES: usize = 3;
 const CLAIMERS_PER_NODE: usize = 4;
@@ -21,10 +21,7 @@ async fn nodes(
     settings: QueueSettings,
     tasks: usize,
 ) -> (Vec<Arc<PgStore>>, QueueName) {
-    let mut stores = Vec::new();
-    for _ in 0..NODES {
-        stores.push(Arc::new(connect(test_config(schema)).await));
-    }
+    let stores = stores_on(schema, NODES).await;
     let q = QueueName::new("limited").unwrap();
     stores[0].put_queue(&q, settings.into()).await.unwrap();
     let batch = (0..tasks)
@@ -51,38 +48,27 @@ async fn max_leased_holds_across_nodes() {
     let (stores, q) = nodes(&schema, settings, TASKS).await;
     let held = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let mut claimers = Vec::new();
-    for (n, store) in stores.iter().enumerate() {
-        for c in 0..CLAIMERS_PER_NODE {
-            let (store, q) = (store.clone(), q.clone());
-            let (held, most, done) = (held.clone(), most.clone(), done.clone());
-            claimers.push(tokio::spawn(async move {
-                let req = ClaimRequest::new(q, format!("node{n}-{c}"))
-                    .max(3)
-                    .wait(Duration::from_millis(300));
-                while done.load(Ordering::SeqCst) < TASKS {
-                    let got = store.claim(req.clone()).await.unwrap();
-                    let now = held.fetch_add(got.len(), Ordering::SeqCst) + got.len();
-                    most.fetch_max(now, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    for t in got {
-                        held.fetch_sub(1, Ordering::SeqCst);
-                        let token = t.lease.as_ref().unwrap().token;
-                        store.ack(t.id, token, None).await.unwrap();
-                        done.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-            }));
-        }
-    }
-    for c in claimers {
-        tokio::time::timeout(Duration::from_secs(60), c)
-            .await
-            .expect("the claimers drain the queue")
-            .unwrap();
-    }
-    assert_eq!(done.load(Ordering::SeqCst), TASKS);
+    let how = Claimers {
+        per_node: CLAIMERS_PER_NODE,
+        max: 3,
+        hold: Duration::from_millis(5),
+    };
+    let (up, down, top) = (held.clone(), held.clone(), most.clone());
+    let acked = drain_across(
+        &stores,
+        &q,
+        how,
+        TASKS,
+        move |got| {
+            let now = up.fetch_add(got.len(), Ordering::SeqCst) + got.len();
+            top.fetch_max(now, Ordering::SeqCst);
+        },
+        move |_| {
+            down.fetch_sub(1, Ordering::SeqCst);
+        },
+    )
+    .await;
+    assert_eq!(acked.len(), TASKS);
     assert_eq!(
         most.load(Ordering::SeqCst),
         MAX,
