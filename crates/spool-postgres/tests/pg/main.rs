@@ -13,6 +13,7 @@ mod conformance;
 mod held_horizon;
 mod limits;
 mod migrate;
+mod parked;
 mod queues;
 mod restart;
 mod rotation;
