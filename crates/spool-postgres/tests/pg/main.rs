@@ -14,6 +14,7 @@ mod groups;
 mod held_horizon;
 mod limits;
 mod migrate;
+mod parked;
 mod queues;
 mod restart;
 mod rotation;

@@ -42,8 +42,8 @@ async fn concurrent_starters_migrate_once() {
             tokio::spawn(connect(config))
         })
         .collect();
-    // Versions 1 to 9, each applied once.
-    let every_version_once: Vec<(i32, i64)> = (1..=9).map(|v| (v, 1)).collect();
+    // Versions 1 to 10, each applied once.
+    let every_version_once: Vec<(i32, i64)> = (1..=10).map(|v| (v, 1)).collect();
     let mut stores = Vec::new();
     for s in starters {
         stores.push(s.await.expect("every starter connects"));
@@ -170,7 +170,7 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(9, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(10, 1)));
     let q = QueueName::new("kept").unwrap();
     // Migrations 8 and 9 keep the queue's settings, and give it no limits
     // and no bound on its groups.
@@ -216,4 +216,15 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         let task = new.get(TaskId(id).into()).await.unwrap();
         assert_eq!(task.state, state, "task {id}");
     }
+    // The dead task is parked, and listed from the parked-only index of
+    // migration 10.
+    let dead = new
+        .list(spool_core::ListRequest {
+            state: Some(TaskState::Dead),
+            ..spool_core::ListRequest::new(QueueName::new("kept").unwrap())
+        })
+        .await
+        .unwrap();
+    let dead: Vec<u64> = dead.tasks.iter().map(|t| t.id.0).collect();
+    assert_eq!(dead, [23]);
 }

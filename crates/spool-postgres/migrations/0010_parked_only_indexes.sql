@@ -1,0 +1,32 @@
+-- Version 10: the index of dead tasks exists on tasks_parked alone, so a
+-- ring partition has one file fewer for TRUNCATE to rebuild.
+--
+-- Each turn of the ring (src/rotate.rs) truncates a generation under its
+-- ACCESS EXCLUSIVE lock, and every claim and ack on it waits meanwhile.
+-- TRUNCATE gives every index of the partition a new file, and PostgreSQL
+-- writes and fsyncs each new btree file before going on; at COMMIT it
+-- cuts each old file: with the primary key, tasks_ready, tasks_scheduled,
+-- tasks_leased, tasks_dead, tasks_retried and the TOAST table's index,
+-- seven btree files per turn. tasks_dead serves the lists of dead tasks
+-- and retry-all, and dead tasks are parked: the rotation moves them to
+-- tasks_parked within a turn or two of dying. So it now exists there
+-- only, and a turn rebuilds six files.
+--
+-- Nothing reads it through its name, and every statement still reads
+-- every partition: a task that died since the last turn is found by a
+-- scan of its generation, which the rotation keeps near rotate_size
+-- (README.md, "A held horizon: fewer files per turn").
+--
+-- tasks_retried stays on every partition: a live task past its first
+-- attempt stays in the ring, and the list in attempts order reads a page
+-- of them from it, however many tasks a generation holds (src/plans.rs).
+-- So does tasks_scheduled: scheduled tasks due within a minute stay in
+-- the ring, and every claim's due scan reads them from it.
+--
+-- Dropping a partitioned index drops it from every partition (it takes
+-- the task table's ACCESS EXCLUSIVE lock for a moment); building the
+-- parked one blocks writes to tasks_parked while it reads that
+-- partition's dead rows. Both run in the migration's one transaction.
+DROP INDEX {schema}.tasks_dead;
+CREATE INDEX tasks_dead ON {schema}.tasks_parked (queue_id, id)
+    WHERE state = 'dead';
