@@ -21,6 +21,9 @@ async fn metrics_show_queue_gauges_counters_and_the_claim_histogram() {
     let s = TestServer::start().await;
     s.enqueue("metered", "{}").await;
     s.enqueue("metered", "{}").await;
+    let grouped = r#"{"tasks":[{"group":"acme"},{"group":"acme"},{"group":"globex"}]}"#;
+    let r = s.post("/v1/queues/metered-groups/tasks", grouped).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     let (id, token) = s.claim_one("metered").await;
     let r = s
         .post(
@@ -42,6 +45,8 @@ async fn metrics_show_queue_gauges_counters_and_the_claim_histogram() {
         "spool_tasks_completed_total",
         r#"spool_claim_duration_seconds_bucket{queue="metered""#,
         "spool_http_requests_total",
+        r#"spool_queue_group_backlog_max{queue="metered-groups"} 2"#,
+        r#"spool_queue_group_backlog_max{queue="metered"} 0"#,
     ] {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }
