@@ -215,3 +215,36 @@ pub(crate) async fn list_all(fx: &Fixture, mut req: ListRequest) -> Vec<Task> {
 pub(crate) fn ids(tasks: &[Task]) -> Vec<TaskId> {
     tasks.iter().map(|t| t.id).collect()
 }
+
+/// How soon after a freed slot a waiting claim must return: well under the
+/// PostgreSQL store's fallback poll of 1 s, so a store that only polled
+/// would fail.
+pub(crate) const WOKEN_WITHIN: Duration = Duration::from_millis(900);
+
+/// Starts a long poll on `q` that `held`'s slot holds back, acks `held`,
+/// and checks the poll then answers `next` alone, within [`WOKEN_WITHIN`]
+/// of the ack.
+pub(crate) async fn ack_wakes_a_held_back_claim(
+    fx: &Fixture,
+    q: &QueueName,
+    held: &Task,
+    next: TaskId,
+) {
+    let store = fx.store.clone();
+    let req = ClaimRequest::new(q.clone(), OTHER_WORKER)
+        .max(10)
+        .wait(Duration::from_secs(5));
+    let waiting = tokio::spawn(async move { store.claim(req).await });
+    // Give the claim time to start waiting, so the ack has to wake it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "the limit held back nothing");
+    let acked = std::time::Instant::now();
+    fx.store.ack(held.id, token(held), None).await.unwrap();
+    let got = waiting.await.unwrap().unwrap();
+    let waited = acked.elapsed();
+    assert_eq!(ids(&got), vec![next]);
+    assert!(
+        waited < WOKEN_WITHIN,
+        "the claim waited {waited:?} after the ack freed a slot"
+    );
+}

@@ -7,19 +7,14 @@
 //! task per group per turn; tasks without a group take their turn as the
 //! group named by the empty string, which sorts first.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spool_core::{
-    ClaimRequest, FailRequest, NewTask, QueueChange, QueueSettings, StoreError, Task, TaskGroup,
-    TaskId,
+    FailRequest, NewTask, QueueChange, QueueSettings, StoreError, Task, TaskGroup, TaskId,
 };
 
 use crate::arrange::*;
 use crate::fixture::Fixture;
-
-/// How soon after a freed slot a waiting claim must return: well under the
-/// PostgreSQL store's fallback poll of 1 s.
-const WOKEN_WITHIN: Duration = Duration::from_millis(900);
 
 fn group(s: &str) -> TaskGroup {
     TaskGroup::new(s).expect("a valid group")
@@ -221,23 +216,7 @@ pub async fn a_long_poll_on_a_full_group_wakes_when_a_slot_frees(fx: Fixture) {
     let q = make_queue(&fx, "group-wait", capped(1)).await;
     let made = enqueue_group(&fx, &q, Some("a"), 2).await;
     let held = claim_id(&fx, &q, WORKER, made[0]).await;
-    let store = fx.store.clone();
-    let req = ClaimRequest::new(q.clone(), OTHER_WORKER)
-        .max(10)
-        .wait(Duration::from_secs(5));
-    let waiting = tokio::spawn(async move { store.claim(req).await });
-    // Give the claim time to start waiting, so the ack has to wake it.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!waiting.is_finished(), "the full group handed out a task");
-    let acked = Instant::now();
-    fx.store.ack(held.id, token(&held), None).await.unwrap();
-    let got = waiting.await.unwrap().unwrap();
-    let waited = acked.elapsed();
-    assert_eq!(ids(&got), vec![made[1]]);
-    assert!(
-        waited < WOKEN_WITHIN,
-        "the claim waited {waited:?} after the ack freed its group's slot"
-    );
+    ack_wakes_a_held_back_claim(&fx, &q, &held, made[1]).await;
 }
 
 /// `group_concurrency` changes live: raising it lets more in, removing it

@@ -35,10 +35,6 @@ fn one_per_tick() -> RateLimit {
 const TICK: Duration = Duration::from_millis(200);
 /// Time past a refill that cases leave for a store's clock granularity.
 const REFILLED: Duration = Duration::from_millis(50);
-/// How soon after a refill or a freed slot a waiting claim must return:
-/// well under the PostgreSQL store's fallback poll of 1 s, so a store that
-/// only polled would fail.
-const WOKEN_WITHIN: Duration = Duration::from_millis(900);
 /// The wait of the claims these cases expect to be woken.
 const LONG_WAIT: Duration = Duration::from_secs(5);
 
@@ -173,23 +169,7 @@ pub async fn a_long_poll_on_a_full_queue_wakes_when_a_slot_frees(fx: Fixture) {
     let q = make_queue(&fx, "capped-wait", limited(Some(1), None)).await;
     let made = enqueue_n(&fx, &q, 2).await;
     let held = claim_id(&fx, &q, WORKER, made[0]).await;
-    let store = fx.store.clone();
-    let req = ClaimRequest::new(q.clone(), OTHER_WORKER)
-        .max(10)
-        .wait(LONG_WAIT);
-    let waiting = tokio::spawn(async move { store.claim(req).await });
-    // Give the claim time to start waiting, so the ack has to wake it.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!waiting.is_finished(), "the full queue handed out a task");
-    let acked = Instant::now();
-    fx.store.ack(held.id, token(&held), None).await.unwrap();
-    let got = waiting.await.unwrap().unwrap();
-    let waited = acked.elapsed();
-    assert_eq!(ids(&got), vec![made[1]]);
-    assert!(
-        waited < WOKEN_WITHIN,
-        "the claim waited {waited:?} after the ack freed its slot"
-    );
+    ack_wakes_a_held_back_claim(&fx, &q, &held, made[1]).await;
 }
 
 /// Limits change live: raising max_leased lets more in at once, removing it
