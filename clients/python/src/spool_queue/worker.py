@@ -58,10 +58,10 @@ H = TypeVar("H", bound=Handler)
 # the "deadline exceeded" failure reaches the server while the lease holds.
 _LEASE_MARGIN = 0.5
 _FAILURE_TEXT_LIMIT = 4000
-# How long one lease watch waits on the server; the least time between two
-# watches when new leases replace the one in flight.
+# How long one lease watch waits on the server; how long new leases wait to be
+# watched, so that a run shorter than that costs the server no watch at all.
 _WATCH_WAIT = 10.0
-_WATCH_GAP = 0.02
+_WATCH_GAP = 0.05
 _WATCH_MAX = 10_000
 
 
@@ -173,8 +173,8 @@ class _Watcher:
     """Long-polls ``wait_leases_lost`` over the leases of the worker's runs.
 
     One poll in flight at a time, covering every lease watched when it was
-    sent. A new one goes out when it answers, or when leases were added since
-    (then it replaces the one in flight, at most once per ``_WATCH_GAP``). A
+    sent. A new one goes out when it answers, or when leases added since are
+    still running ``_WATCH_GAP`` later (then it replaces the one in flight). A
     lease unwatched needs no new poll: its task was acked, failed or released,
     so the poll in flight answers it lost, and the next poll leaves it out.
     """
@@ -207,19 +207,24 @@ class _Watcher:
             if not self._leases:
                 self._added.clear()
                 await self._added.wait()
+                await asyncio.sleep(_WATCH_GAP)
                 continue
             self._added.clear()
             sent_tokens = {i: t for i, (t, _) in list(self._leases.items())[:_WATCH_MAX]}
-            sent = time.monotonic()
             poll = asyncio.ensure_future(
                 self._client.wait_leases_lost(list(sent_tokens.items()), wait=_WATCH_WAIT)
             )
             try:
-                await _first(asyncio.shield(poll), self._added.wait())
-                if not poll.done():
-                    # New leases: after the gap, a poll covering them replaces this one.
-                    gap = max(0.0, sent + _WATCH_GAP - time.monotonic())
-                    await _first(asyncio.shield(poll), timeout=gap)
+                while not poll.done():
+                    await _first(asyncio.shield(poll), self._added.wait())
+                    if poll.done():
+                        break
+                    # New leases: those still running after the gap get a poll
+                    # that replaces this one.
+                    self._added.clear()
+                    await _first(asyncio.shield(poll), timeout=_WATCH_GAP)
+                    if not self._leases.keys() <= sent_tokens.keys():
+                        break
             finally:
                 if not poll.done():
                     poll.cancel()
