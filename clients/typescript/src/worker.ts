@@ -91,10 +91,10 @@ export interface HandleOptions {
 // the "deadline exceeded" failure reaches the server while the lease holds.
 const LEASE_MARGIN_MS = 500;
 const FAILURE_TEXT_LIMIT = 4000;
-// How long one lease watch waits on the server; the least time between two
-// watches when new leases replace the one in flight.
+// How long one lease watch waits on the server; how long new leases wait to be
+// watched, so that a run shorter than that costs the server no watch at all.
 const WATCH_WAIT_MS = 10_000;
-const WATCH_GAP_MS = 20;
+const WATCH_GAP_MS = 50;
 const WATCH_MAX = 10_000;
 
 const debug = debuglog("spool");
@@ -184,8 +184,8 @@ type Watched = { ok: true; lost: number[] } | { ok: false; error: unknown };
  * Long-polls `waitLeasesLost` over the leases of the worker's runs.
  *
  * One poll in flight at a time, covering every lease watched when it was
- * sent. A new one goes out when it answers, or when leases were added since
- * (then it replaces the one in flight, at most once per `WATCH_GAP_MS`). A
+ * sent. A new one goes out when it answers, or when leases added since are
+ * still running `WATCH_GAP_MS` later (then it replaces the one in flight). A
  * lease unwatched needs no new poll: its task was acked, failed or released,
  * so the poll in flight answers it lost, and the next poll leaves it out.
  */
@@ -225,10 +225,10 @@ class Watcher {
       const added = (this.added = new Latch());
       if (this.leases.size === 0) {
         await added.promise;
+        await pause(WATCH_GAP_MS);
         continue;
       }
       const sentTokens = new Map([...this.leases].slice(0, WATCH_MAX).map(([id, e]) => [id, e.token]));
-      const sent = Date.now();
       const abort = new AbortController();
       const poll: Promise<Watched> = this.client
         .waitLeasesLost(
@@ -239,10 +239,14 @@ class Watcher {
           (lost): Watched => ({ ok: true, lost }),
           (error: unknown): Watched => ({ ok: false, error }),
         );
-      let answer = await Promise.race([poll, added.promise]);
-      if (answer === undefined && !this.closed) {
-        // New leases: after the gap, a poll covering them replaces this one.
-        answer = await Promise.race([poll, pause(sent + WATCH_GAP_MS - Date.now())]);
+      let answer: Watched | void = undefined;
+      for (let added = this.added; !this.closed; added = this.added) {
+        answer = await Promise.race([poll, added.promise]);
+        if (answer !== undefined || this.closed) break;
+        // New leases: those still running after the gap get a poll that replaces this one.
+        this.added = new Latch();
+        answer = await Promise.race([poll, pause(WATCH_GAP_MS)]);
+        if (answer !== undefined || [...this.leases.keys()].some((id) => !sentTokens.has(id))) break;
       }
       if (answer === undefined) {
         abort.abort();
