@@ -115,6 +115,39 @@ def test_release_restores_the_attempt(client: Client, queue: str) -> None:
     assert again.state == "ready" and again.attempt == 0
 
 
+def test_wait_leases_lost_answers_the_leases_no_longer_held(client: Client, queue: str) -> None:
+    first, second = (client.enqueue(queue, {"i": i}).id for i in range(2))
+    tasks = claim_one(client, queue)
+    leases = [(t.id, t.lease.token) for t in tasks]
+    assert sorted(i for i, _ in leases) == [first, second]
+    assert client.wait_leases_lost(leases) == []
+    assert client.wait_leases_lost(leases, wait=0.2) == []
+    # A token the server never issued is a lease nobody holds.
+    assert client.wait_leases_lost([(first, "not-a-token"), leases[1]]) == [first]
+    client.cancel(second)
+    assert client.wait_leases_lost(leases, wait=5) == [second]
+    with pytest.raises(BadRequest):
+        client.wait_leases_lost([])
+
+
+async def _cancel_during_wait(client: AsyncClient, task_id: int, token: str) -> list[int]:
+    waiting = asyncio.create_task(client.wait_leases_lost([(task_id, token)], wait=10))
+    await asyncio.sleep(0.2)
+    await client.cancel(task_id)
+    return await asyncio.wait_for(waiting, 2)
+
+
+def test_wait_leases_lost_long_polls_until_a_cancel(server: Server, queue: str) -> None:
+    async def go() -> None:
+        async with AsyncClient(server.url) as client:
+            enq = await client.enqueue(queue, {})
+            [task] = await client.claim(queue, "test")
+            assert task.lease is not None and task.lease.token is not None
+            assert await _cancel_during_wait(client, enq.id, task.lease.token) == [enq.id]
+
+    asyncio.run(go())
+
+
 def test_schedules(client: Client, queue: str) -> None:
     name = f"s-{queue}"
     made = client.put_schedule(name, queue, every=timedelta(seconds=1), payload={"tick": True})

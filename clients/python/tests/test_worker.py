@@ -287,3 +287,84 @@ def test_every_task_runs(client: Client, queue: str, concurrency: int) -> None:
     run_until(worker, lambda: len(seen) >= 200)
     assert sorted(seen) == sorted(ids)
     assert client.tasks(queue).tasks == []
+
+
+def _cancel_when(
+    client: Client, started: threading.Event, ref: int | tuple[str, str]
+) -> tuple[threading.Thread, list[float]]:
+    """Cancel ``ref`` from another thread once ``started`` is set and the watch polls."""
+    sent: list[float] = []
+
+    def go() -> None:
+        assert started.wait(20)
+        time.sleep(0.3)  # the worker's lease watch now long-polls over the run
+        sent.append(time.monotonic())
+        client.cancel(ref)
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    return thread, sent
+
+
+def test_cancelling_a_running_task_signals_its_sync_handler(
+    client: Client, queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    enq = client.enqueue(queue, {})
+    after = client.enqueue(queue, {"after": True}, delay=1.0)
+    started = threading.Event()
+    seen: list[float] = []
+    lost: list[bool] = []
+    runs: list[int] = []
+
+    def polite(ctx: Context) -> str:
+        runs.append(ctx.id)
+        if ctx.id != enq.id:
+            return "done"
+        started.set()
+        if ctx.cancelled.wait(10):
+            seen.append(time.monotonic())
+            lost.append(ctx.lost)
+        return "finished anyway"  # dropped: the task is gone
+
+    caplog.set_level("DEBUG", logger="spool_queue.worker")
+    thread, sent = _cancel_when(client, started, enq.id)
+    worker = Worker(client, poll=0.2)
+    worker.handle(queue, polite)
+    run_until(worker, lambda: bool(seen) and gone(client, after.id))
+    thread.join(5)
+    latency = seen[0] - sent[0]
+    print(f"sync handler saw the cancel after {latency * 1000:.1f} ms")
+    assert latency < 0.1 and lost == [True]
+    assert runs == [enq.id, after.id] and gone(client, enq.id)
+    # No ack, fail or release went out for the cancelled run: each would be refused.
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "outcome of a lost run dropped: 'finished anyway'" in caplog.text
+
+
+def test_cancelling_a_running_task_by_key_cancels_its_async_handler(
+    client: Client, queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    enq = client.enqueue(queue, {}, key="k1")
+    started = threading.Event()
+    seen: list[float] = []
+    flags: list[tuple[bool, bool]] = []
+
+    async def endless(ctx: Context) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen.append(time.monotonic())
+            flags.append((ctx.lost, ctx.cancelled.is_set()))
+            raise
+
+    thread, sent = _cancel_when(client, started, (queue, "k1"))
+    worker = Worker(client, poll=0.2)
+    worker.handle(queue, endless)
+    run_until(worker, lambda: bool(seen))
+    thread.join(5)
+    latency = seen[0] - sent[0]
+    print(f"async handler saw the cancel after {latency * 1000:.1f} ms")
+    assert latency < 0.1 and flags == [(True, True)]
+    assert gone(client, enq.id)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]

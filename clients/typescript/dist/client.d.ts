@@ -78,7 +78,7 @@ export declare class Client {
     readonly timeoutMs: number;
     constructor(options?: ClientOptions);
     /** One request; answers the decoded JSON body (undefined when empty). */
-    request(method: string, path: string, body?: unknown, extraTimeoutMs?: number): Promise<Wire>;
+    request(method: string, path: string, body?: unknown, extraTimeoutMs?: number, signal?: AbortSignal): Promise<Wire>;
     /** Create one task; with `key`, a live (or recently done) task with it wins. */
     enqueue(queue: string, payload?: Payload, options?: TaskOptions): Promise<Enqueued>;
     /** Create a batch atomically (at most 10,000); results in request order. */
@@ -97,6 +97,21 @@ export declare class Client {
     }): Promise<Task>;
     release(id: number, token: string): Promise<void>;
     extend(id: number, token: string, leaseMs: number): Promise<Task>;
+    /**
+     * Which of these leases (1 to 10,000, each the id and token of a claim) are
+     * no longer held: the task is gone (cancelled, completed), its lease
+     * expired, or another claim holds it now. Answers their ids in request
+     * order at once when there are some; otherwise waits up to `waitMs` (at
+     * most 30 s) for one to be lost, and answers `[]` if none was. `signal`
+     * abandons the wait (the promise rejects with its reason).
+     */
+    waitLeasesLost(leases: {
+        id: number;
+        token: string;
+    }[], options?: {
+        waitMs?: number;
+        signal?: AbortSignal;
+    }): Promise<number[]>;
     snooze(id: number, token: string, runAt: Date): Promise<Task>;
     get(ref: TaskRef): Promise<Task>;
     update(ref: TaskRef, changes: {

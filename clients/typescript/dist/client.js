@@ -33,6 +33,10 @@ function taskBody(spec) {
         group: spec.group,
     });
 }
+function withTimeout(ms, signal) {
+    const timeout = AbortSignal.timeout(ms);
+    return signal === undefined ? timeout : AbortSignal.any([timeout, signal]);
+}
 export class Client {
     url;
     token;
@@ -43,7 +47,7 @@ export class Client {
         this.timeoutMs = options.timeoutMs ?? 30_000;
     }
     /** One request; answers the decoded JSON body (undefined when empty). */
-    async request(method, path, body, extraTimeoutMs = 0) {
+    async request(method, path, body, extraTimeoutMs = 0, signal) {
         const headers = {};
         if (body !== undefined)
             headers["content-type"] = "application/json";
@@ -55,10 +59,12 @@ export class Client {
                 method,
                 headers,
                 body: body === undefined ? undefined : JSON.stringify(body),
-                signal: AbortSignal.timeout(this.timeoutMs + extraTimeoutMs),
+                signal: withTimeout(this.timeoutMs + extraTimeoutMs, signal),
             });
         }
         catch (e) {
+            if (signal?.aborted)
+                throw signal.reason;
             throw new ConnectionFailed(`${this.url}: ${String(e)}`);
         }
         const text = await response.text();
@@ -124,6 +130,19 @@ export class Client {
     }
     async extend(id, token, leaseMs) {
         return taskOf(await this.request("POST", `/v1/tasks/${id}/extend`, { token, lease_ms: leaseMs }));
+    }
+    /**
+     * Which of these leases (1 to 10,000, each the id and token of a claim) are
+     * no longer held: the task is gone (cancelled, completed), its lease
+     * expired, or another claim holds it now. Answers their ids in request
+     * order at once when there are some; otherwise waits up to `waitMs` (at
+     * most 30 s) for one to be lost, and answers `[]` if none was. `signal`
+     * abandons the wait (the promise rejects with its reason).
+     */
+    async waitLeasesLost(leases, options = {}) {
+        const waitMs = options.waitMs ?? 0;
+        const body = await this.request("POST", "/v1/leases/wait", { leases: leases.map(({ id, token }) => ({ id, token })), wait_ms: waitMs }, waitMs, options.signal);
+        return body.lost;
     }
     async snooze(id, token, runAt) {
         const body = { token, run_at: formatTime(runAt) };

@@ -30,3 +30,10 @@ export declare class Snooze extends Outcome {
 export declare class DeadlineExceeded extends Error {
     constructor();
 }
+/**
+ * The error a run's AbortSignal carries when its lease is lost: the task was
+ * cancelled (or completed, or its lease ran out and another claim holds it).
+ */
+export declare class TaskCancelled extends Error {
+    constructor();
+}

@@ -43,3 +43,13 @@ export class DeadlineExceeded extends Error {
         this.name = "DeadlineExceeded";
     }
 }
+/**
+ * The error a run's AbortSignal carries when its lease is lost: the task was
+ * cancelled (or completed, or its lease ran out and another claim holds it).
+ */
+export class TaskCancelled extends Error {
+    constructor() {
+        super("task cancelled or its lease lost");
+        this.name = "TaskCancelled";
+    }
+}

@@ -14,6 +14,13 @@
  * `DeadlineExceeded`, the task fails with "deadline exceeded" and the slot is
  * freed (JavaScript cannot stop a promise: handlers pass the signal on).
  *
+ * Cancellation: one watcher per worker long-polls `waitLeasesLost` over the
+ * leases of its runs, so a task cancelled (or otherwise lost: its lease taken
+ * over) while it runs is noticed within the server's 100 ms. Its `signal`
+ * aborts with `TaskCancelled` and the slot is freed, as at a deadline, but
+ * nothing is reported: the server would refuse it. Logged with
+ * `NODE_DEBUG=spool`.
+ *
  * Shutdown (`stop()`, or SIGINT/SIGTERM while `run()` handles signals): stop
  * claiming, let running handlers finish within `shutdownGraceMs`, then release
  * the rest so no attempt is burned. A second stop skips what is left of the
@@ -38,8 +45,14 @@ export interface TaskContext {
     readonly deadline: Date;
     /** Milliseconds until the deadline; 0 once it has passed. */
     remainingMs(): number;
-    /** Aborted when the run is cut off (deadline, or a shutdown past its grace). */
+    /**
+     * Aborted when the run is cut off: its deadline (reason `DeadlineExceeded`),
+     * a shutdown past its grace, or its lease lost (`TaskCancelled`: the task
+     * was cancelled, or another claim holds it now).
+     */
     readonly signal: AbortSignal;
+    /** True once the run's lease is lost; the worker then reports nothing for it. */
+    readonly lost: boolean;
 }
 export type Handler = (task: TaskContext) => unknown;
 export interface WorkerOptions {
@@ -72,6 +85,7 @@ export declare class Worker {
     private readonly shutdownGraceMs;
     private readonly queues;
     private readonly acker;
+    private watcher;
     private clockOffsetMs;
     private stopping;
     private cut;

@@ -14,6 +14,13 @@
  * `DeadlineExceeded`, the task fails with "deadline exceeded" and the slot is
  * freed (JavaScript cannot stop a promise: handlers pass the signal on).
  *
+ * Cancellation: one watcher per worker long-polls `waitLeasesLost` over the
+ * leases of its runs, so a task cancelled (or otherwise lost: its lease taken
+ * over) while it runs is noticed within the server's 100 ms. Its `signal`
+ * aborts with `TaskCancelled` and the slot is freed, as at a deadline, but
+ * nothing is reported: the server would refuse it. Logged with
+ * `NODE_DEBUG=spool`.
+ *
  * Shutdown (`stop()`, or SIGINT/SIGTERM while `run()` handles signals): stop
  * claiming, let running handlers finish within `shutdownGraceMs`, then release
  * the rest so no attempt is burned. A second stop skips what is left of the
@@ -21,12 +28,19 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { debuglog } from "node:util";
 import { LeaseLost, NotFound, SpoolError } from "./errors.js";
-import { DeadlineExceeded, Discard, Retry, Snooze } from "./outcomes.js";
+import { DeadlineExceeded, Discard, Retry, Snooze, TaskCancelled } from "./outcomes.js";
 // A run's deadline comes this long before its task's own lease ends, so that
 // the "deadline exceeded" failure reaches the server while the lease holds.
 const LEASE_MARGIN_MS = 500;
 const FAILURE_TEXT_LIMIT = 4000;
+// How long one lease watch waits on the server; how long new leases wait to be
+// watched, so that a run shorter than that costs the server no watch at all.
+const WATCH_WAIT_MS = 10_000;
+const WATCH_GAP_MS = 50;
+const WATCH_MAX = 10_000;
+const debug = debuglog("spool");
 /** A one-shot signal that can be awaited. */
 class Latch {
     done = false;
@@ -93,6 +107,89 @@ class Acker {
         this.flushing = false;
     }
 }
+/**
+ * Long-polls `waitLeasesLost` over the leases of the worker's runs.
+ *
+ * One poll in flight at a time, covering every lease watched when it was
+ * sent. A new one goes out when it answers, or when leases added since are
+ * still running `WATCH_GAP_MS` later (then it replaces the one in flight). A
+ * lease unwatched needs no new poll: its task was acked, failed or released,
+ * so the poll in flight answers it lost, and the next poll leaves it out.
+ */
+class Watcher {
+    client;
+    leases = new Map();
+    added = new Latch();
+    closed = false;
+    constructor(client) {
+        this.client = client;
+    }
+    watch(id, token, onLost) {
+        this.leases.set(id, { token, onLost });
+        this.added.set();
+    }
+    unwatch(id, token) {
+        if (this.leases.get(id)?.token === token)
+            this.leases.delete(id);
+    }
+    /** The lease is lost (found so here or by a refused extension): tell its run once. */
+    lost(id, token) {
+        const entry = this.leases.get(id);
+        if (entry?.token !== token)
+            return;
+        this.leases.delete(id);
+        entry.onLost();
+    }
+    /** Ends `run`, abandoning the poll in flight. */
+    close() {
+        this.closed = true;
+        this.added.set();
+    }
+    async run() {
+        let backoff = 100;
+        while (!this.closed) {
+            const added = (this.added = new Latch());
+            if (this.leases.size === 0) {
+                await added.promise;
+                await pause(WATCH_GAP_MS);
+                continue;
+            }
+            const sentTokens = new Map([...this.leases].slice(0, WATCH_MAX).map(([id, e]) => [id, e.token]));
+            const abort = new AbortController();
+            const poll = this.client
+                .waitLeasesLost([...sentTokens].map(([id, token]) => ({ id, token })), { waitMs: WATCH_WAIT_MS, signal: abort.signal })
+                .then((lost) => ({ ok: true, lost }), (error) => ({ ok: false, error }));
+            let answer = undefined;
+            for (let added = this.added; !this.closed; added = this.added) {
+                answer = await Promise.race([poll, added.promise]);
+                if (answer !== undefined || this.closed)
+                    break;
+                // New leases: those still running after the gap get a poll that replaces this one.
+                this.added = new Latch();
+                answer = await Promise.race([poll, pause(WATCH_GAP_MS)]);
+                if (answer !== undefined || [...this.leases.keys()].some((id) => !sentTokens.has(id)))
+                    break;
+            }
+            if (answer === undefined) {
+                abort.abort();
+                await poll;
+                continue;
+            }
+            if (!answer.ok) {
+                console.warn(`spool worker: watching leases failed (${String(answer.error)}); again in ${backoff} ms`);
+                await pause(backoff, added);
+                backoff = Math.min(backoff * 2, 10_000);
+                continue;
+            }
+            backoff = 100;
+            for (const id of answer.lost) {
+                const token = sentTokens.get(id);
+                if (token !== undefined)
+                    this.lost(id, token);
+            }
+        }
+    }
+}
 export class Worker {
     client;
     id;
@@ -103,6 +200,7 @@ export class Worker {
     shutdownGraceMs;
     queues = new Map();
     acker;
+    watcher;
     clockOffsetMs = 0;
     stopping = new Latch();
     cut = new Latch();
@@ -117,6 +215,7 @@ export class Worker {
         this.shutdownGraceMs = options.shutdownGraceMs ?? 30_000;
         this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
         this.acker = new Acker(client);
+        this.watcher = new Watcher(client);
     }
     /** Register `fn` for a queue's tasks (only those of `options.kind`, if given). */
     handle(queue, fn, options = {}) {
@@ -149,6 +248,8 @@ export class Worker {
         const signals = options.handleSignals === false ? [] : ["SIGINT", "SIGTERM"];
         for (const s of signals)
             process.on(s, onSignal);
+        const watcher = (this.watcher = new Watcher(this.client));
+        const watching = watcher.run();
         try {
             await this.learnClock();
             const runs = new Set();
@@ -162,6 +263,8 @@ export class Worker {
             await Promise.all(runs);
         }
         finally {
+            watcher.close();
+            await watching;
             for (const s of signals)
                 process.off(s, onSignal);
         }
@@ -239,6 +342,7 @@ export class Worker {
         if (task.leaseMs !== null)
             deadline = Math.min(deadline, sent + task.leaseMs - LEASE_MARGIN_MS);
         const abort = new AbortController();
+        const lost = new Latch();
         const ctx = {
             task,
             id: task.id,
@@ -252,7 +356,14 @@ export class Worker {
             deadline: new Date(deadline),
             remainingMs: () => Math.max(0, deadline - Date.now()),
             signal: abort.signal,
+            get lost() {
+                return lost.done;
+            },
         };
+        this.watcher.watch(task.id, token, () => {
+            lost.set();
+            abort.abort(new TaskCancelled());
+        });
         const finished = new Latch();
         const handler = Promise.resolve()
             .then(() => route.fn(ctx))
@@ -262,11 +373,19 @@ export class Worker {
         const keeper = task.leaseMs === null ? this.keepLease(task, token, sent, finished) : undefined;
         const timeUp = new Latch();
         const timer = setTimeout(() => timeUp.set(), Math.max(0, deadline - Date.now()));
-        await Promise.race([finished.promise, this.cut.promise, timeUp.promise]);
+        await Promise.race([finished.promise, this.cut.promise, timeUp.promise, lost.promise]);
         clearTimeout(timer);
+        this.watcher.unwatch(task.id, token);
         // The slot frees before the run is reported, so the next claim and this ack
         // travel together (and share the server's group commit).
         free();
+        if (lost.done) {
+            finished.set();
+            await keeper;
+            debug("task %d: lease lost (cancelled, or claimed by another); run dropped", task.id);
+            void handler.then((s) => debug("task %d: outcome of a lost run dropped: %o", task.id, s));
+            return;
+        }
         if (finished.done) {
             await keeper;
             return this.report(this.finish(task, token, await handler));
@@ -292,8 +411,9 @@ export class Worker {
                 expires = asked + this.leaseMs;
             }
             catch (e) {
-                if (e instanceof LeaseLost) {
-                    console.warn(`spool worker: task ${task.id}: lease lost while running`);
+                if (e instanceof LeaseLost || e instanceof NotFound) {
+                    console.warn(`spool worker: task ${task.id}: lease lost while running (${String(e)})`);
+                    this.watcher.lost(task.id, token);
                     return;
                 }
                 console.warn(`spool worker: task ${task.id}: extending the lease failed: ${String(e)}`);

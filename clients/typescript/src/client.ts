@@ -126,6 +126,11 @@ function taskBody(spec: TaskSpec): Record<string, unknown> {
   });
 }
 
+function withTimeout(ms: number, signal?: AbortSignal): AbortSignal {
+  const timeout = AbortSignal.timeout(ms);
+  return signal === undefined ? timeout : AbortSignal.any([timeout, signal]);
+}
+
 export class Client {
   readonly url: string;
   readonly token: string | undefined;
@@ -143,6 +148,7 @@ export class Client {
     path: string,
     body?: unknown,
     extraTimeoutMs = 0,
+    signal?: AbortSignal,
   ): Promise<Wire> {
     const headers: Record<string, string> = {};
     if (body !== undefined) headers["content-type"] = "application/json";
@@ -153,9 +159,10 @@ export class Client {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs + extraTimeoutMs),
+        signal: withTimeout(this.timeoutMs + extraTimeoutMs, signal),
       });
     } catch (e) {
+      if (signal?.aborted) throw signal.reason;
       throw new ConnectionFailed(`${this.url}: ${String(e)}`);
     }
     const text = await response.text();
@@ -238,6 +245,29 @@ export class Client {
 
   async extend(id: number, token: string, leaseMs: number): Promise<Task> {
     return taskOf(await this.request("POST", `/v1/tasks/${id}/extend`, { token, lease_ms: leaseMs }));
+  }
+
+  /**
+   * Which of these leases (1 to 10,000, each the id and token of a claim) are
+   * no longer held: the task is gone (cancelled, completed), its lease
+   * expired, or another claim holds it now. Answers their ids in request
+   * order at once when there are some; otherwise waits up to `waitMs` (at
+   * most 30 s) for one to be lost, and answers `[]` if none was. `signal`
+   * abandons the wait (the promise rejects with its reason).
+   */
+  async waitLeasesLost(
+    leases: { id: number; token: string }[],
+    options: { waitMs?: number; signal?: AbortSignal } = {},
+  ): Promise<number[]> {
+    const waitMs = options.waitMs ?? 0;
+    const body = await this.request(
+      "POST",
+      "/v1/leases/wait",
+      { leases: leases.map(({ id, token }) => ({ id, token })), wait_ms: waitMs },
+      waitMs,
+      options.signal,
+    );
+    return body.lost as number[];
   }
 
   async snooze(id: number, token: string, runAt: Date): Promise<Task> {

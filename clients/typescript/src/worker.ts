@@ -14,6 +14,13 @@
  * `DeadlineExceeded`, the task fails with "deadline exceeded" and the slot is
  * freed (JavaScript cannot stop a promise: handlers pass the signal on).
  *
+ * Cancellation: one watcher per worker long-polls `waitLeasesLost` over the
+ * leases of its runs, so a task cancelled (or otherwise lost: its lease taken
+ * over) while it runs is noticed within the server's 100 ms. Its `signal`
+ * aborts with `TaskCancelled` and the slot is freed, as at a deadline, but
+ * nothing is reported: the server would refuse it. Logged with
+ * `NODE_DEBUG=spool`.
+ *
  * Shutdown (`stop()`, or SIGINT/SIGTERM while `run()` handles signals): stop
  * claiming, let running handlers finish within `shutdownGraceMs`, then release
  * the rest so no attempt is burned. A second stop skips what is left of the
@@ -22,11 +29,12 @@
 
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { debuglog } from "node:util";
 
 import type { Client } from "./client.js";
 import { LeaseLost, NotFound, SpoolError } from "./errors.js";
 import type { Payload, Task } from "./models.js";
-import { DeadlineExceeded, Discard, Retry, Snooze, type When } from "./outcomes.js";
+import { DeadlineExceeded, Discard, Retry, Snooze, TaskCancelled, type When } from "./outcomes.js";
 
 /** What a handler sees: its task, its deadline and a cancellation signal. */
 export interface TaskContext {
@@ -45,8 +53,14 @@ export interface TaskContext {
   readonly deadline: Date;
   /** Milliseconds until the deadline; 0 once it has passed. */
   remainingMs(): number;
-  /** Aborted when the run is cut off (deadline, or a shutdown past its grace). */
+  /**
+   * Aborted when the run is cut off: its deadline (reason `DeadlineExceeded`),
+   * a shutdown past its grace, or its lease lost (`TaskCancelled`: the task
+   * was cancelled, or another claim holds it now).
+   */
   readonly signal: AbortSignal;
+  /** True once the run's lease is lost; the worker then reports nothing for it. */
+  readonly lost: boolean;
 }
 
 export type Handler = (task: TaskContext) => unknown;
@@ -77,6 +91,13 @@ export interface HandleOptions {
 // the "deadline exceeded" failure reaches the server while the lease holds.
 const LEASE_MARGIN_MS = 500;
 const FAILURE_TEXT_LIMIT = 4000;
+// How long one lease watch waits on the server; how long new leases wait to be
+// watched, so that a run shorter than that costs the server no watch at all.
+const WATCH_WAIT_MS = 10_000;
+const WATCH_GAP_MS = 50;
+const WATCH_MAX = 10_000;
+
+const debug = debuglog("spool");
 
 /** A one-shot signal that can be awaited. */
 class Latch {
@@ -157,6 +178,96 @@ class Acker {
   }
 }
 
+type Watched = { ok: true; lost: number[] } | { ok: false; error: unknown };
+
+/**
+ * Long-polls `waitLeasesLost` over the leases of the worker's runs.
+ *
+ * One poll in flight at a time, covering every lease watched when it was
+ * sent. A new one goes out when it answers, or when leases added since are
+ * still running `WATCH_GAP_MS` later (then it replaces the one in flight). A
+ * lease unwatched needs no new poll: its task was acked, failed or released,
+ * so the poll in flight answers it lost, and the next poll leaves it out.
+ */
+class Watcher {
+  private readonly leases = new Map<number, { token: string; onLost: () => void }>();
+  private added = new Latch();
+  private closed = false;
+
+  constructor(private readonly client: Client) {}
+
+  watch(id: number, token: string, onLost: () => void): void {
+    this.leases.set(id, { token, onLost });
+    this.added.set();
+  }
+
+  unwatch(id: number, token: string): void {
+    if (this.leases.get(id)?.token === token) this.leases.delete(id);
+  }
+
+  /** The lease is lost (found so here or by a refused extension): tell its run once. */
+  lost(id: number, token: string): void {
+    const entry = this.leases.get(id);
+    if (entry?.token !== token) return;
+    this.leases.delete(id);
+    entry.onLost();
+  }
+
+  /** Ends `run`, abandoning the poll in flight. */
+  close(): void {
+    this.closed = true;
+    this.added.set();
+  }
+
+  async run(): Promise<void> {
+    let backoff = 100;
+    while (!this.closed) {
+      const added = (this.added = new Latch());
+      if (this.leases.size === 0) {
+        await added.promise;
+        await pause(WATCH_GAP_MS);
+        continue;
+      }
+      const sentTokens = new Map([...this.leases].slice(0, WATCH_MAX).map(([id, e]) => [id, e.token]));
+      const abort = new AbortController();
+      const poll: Promise<Watched> = this.client
+        .waitLeasesLost(
+          [...sentTokens].map(([id, token]) => ({ id, token })),
+          { waitMs: WATCH_WAIT_MS, signal: abort.signal },
+        )
+        .then(
+          (lost): Watched => ({ ok: true, lost }),
+          (error: unknown): Watched => ({ ok: false, error }),
+        );
+      let answer: Watched | void = undefined;
+      for (let added = this.added; !this.closed; added = this.added) {
+        answer = await Promise.race([poll, added.promise]);
+        if (answer !== undefined || this.closed) break;
+        // New leases: those still running after the gap get a poll that replaces this one.
+        this.added = new Latch();
+        answer = await Promise.race([poll, pause(WATCH_GAP_MS)]);
+        if (answer !== undefined || [...this.leases.keys()].some((id) => !sentTokens.has(id))) break;
+      }
+      if (answer === undefined) {
+        abort.abort();
+        await poll;
+        continue;
+      }
+      if (!answer.ok) {
+        console.warn(`spool worker: watching leases failed (${String(answer.error)}); again in ${backoff} ms`);
+        await pause(backoff, added);
+        backoff = Math.min(backoff * 2, 10_000);
+        continue;
+      }
+      backoff = 100;
+      for (const id of answer.lost) {
+        const token = sentTokens.get(id);
+        if (token !== undefined) this.lost(id, token);
+      }
+    }
+  }
+}
+
 export class Worker {
   readonly id: string;
   private readonly concurrency: number;
@@ -166,6 +277,7 @@ export class Worker {
   private readonly shutdownGraceMs: number;
   private readonly queues = new Map<string, QueueState>();
   private readonly acker: Acker;
+  private watcher: Watcher;
   private clockOffsetMs = 0;
   private stopping = new Latch();
   private cut = new Latch();
@@ -182,6 +294,7 @@ export class Worker {
     this.shutdownGraceMs = options.shutdownGraceMs ?? 30_000;
     this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
     this.acker = new Acker(client);
+    this.watcher = new Watcher(client);
   }
 
   /** Register `fn` for a queue's tasks (only those of `options.kind`, if given). */
@@ -213,6 +326,8 @@ export class Worker {
     const onSignal = () => this.stop();
     const signals = options.handleSignals === false ? [] : (["SIGINT", "SIGTERM"] as const);
     for (const s of signals) process.on(s, onSignal);
+    const watcher = (this.watcher = new Watcher(this.client));
+    const watching = watcher.run();
     try {
       await this.learnClock();
       const runs = new Set<Promise<void>>();
@@ -225,6 +340,8 @@ export class Worker {
       this.cut.set();
       await Promise.all(runs);
     } finally {
+      watcher.close();
+      await watching;
       for (const s of signals) process.off(s, onSignal);
     }
   }
@@ -309,6 +426,7 @@ export class Worker {
     let deadline = sent + route.timeoutMs;
     if (task.leaseMs !== null) deadline = Math.min(deadline, sent + task.leaseMs - LEASE_MARGIN_MS);
     const abort = new AbortController();
+    const lost = new Latch();
     const ctx: TaskContext = {
       task,
       id: task.id,
@@ -322,7 +440,14 @@ export class Worker {
       deadline: new Date(deadline),
       remainingMs: () => Math.max(0, deadline - Date.now()),
       signal: abort.signal,
+      get lost() {
+        return lost.done;
+      },
     };
+    this.watcher.watch(task.id, token, () => {
+      lost.set();
+      abort.abort(new TaskCancelled());
+    });
     const finished = new Latch();
     const handler: Promise<Settled> = Promise.resolve()
       .then(() => route.fn(ctx))
@@ -335,11 +460,19 @@ export class Worker {
     const keeper = task.leaseMs === null ? this.keepLease(task, token, sent, finished) : undefined;
     const timeUp = new Latch();
     const timer = setTimeout(() => timeUp.set(), Math.max(0, deadline - Date.now()));
-    await Promise.race([finished.promise, this.cut.promise, timeUp.promise]);
+    await Promise.race([finished.promise, this.cut.promise, timeUp.promise, lost.promise]);
     clearTimeout(timer);
+    this.watcher.unwatch(task.id, token);
     // The slot frees before the run is reported, so the next claim and this ack
     // travel together (and share the server's group commit).
     free();
+    if (lost.done) {
+      finished.set();
+      await keeper;
+      debug("task %d: lease lost (cancelled, or claimed by another); run dropped", task.id);
+      void handler.then((s) => debug("task %d: outcome of a lost run dropped: %o", task.id, s));
+      return;
+    }
     if (finished.done) {
       await keeper;
       return this.report(this.finish(task, token, await handler));
@@ -363,8 +496,9 @@ export class Worker {
         await this.client.extend(task.id, token, this.leaseMs);
         expires = asked + this.leaseMs;
       } catch (e) {
-        if (e instanceof LeaseLost) {
-          console.warn(`spool worker: task ${task.id}: lease lost while running`);
+        if (e instanceof LeaseLost || e instanceof NotFound) {
+          console.warn(`spool worker: task ${task.id}: lease lost while running (${String(e)})`);
+          this.watcher.lost(task.id, token);
           return;
         }
         console.warn(`spool worker: task ${task.id}: extending the lease failed: ${String(e)}`);

@@ -136,6 +136,34 @@ for (const store of STORES) {
       assert.equal(again.attempt, 0);
     });
 
+    it("answers the leases no longer held, long-polling until one is lost", async () => {
+      const q = freshQueue();
+      const first = (await env.client.enqueue(q, { i: 1 })).id;
+      const second = (await env.client.enqueue(q, { i: 2 })).id;
+      const leases = (await env.client.claim(q, "t", { max: 10 })).map((t) => ({ id: t.id, token: t.lease?.token ?? "" }));
+      assert.deepEqual(leases.map((l) => l.id).sort((a, b) => a - b), [first, second]);
+      assert.deepEqual(await env.client.waitLeasesLost(leases), []);
+      assert.deepEqual(await env.client.waitLeasesLost(leases, { waitMs: 200 }), []);
+      // A token the server never issued is a lease nobody holds.
+      const forged = leases.map((l) => (l.id === first ? { id: first, token: "not-a-token" } : l));
+      assert.deepEqual(await env.client.waitLeasesLost(forged), [first]);
+      const waiting = env.client.waitLeasesLost(leases, { waitMs: 10_000 });
+      await new Promise((r) => setTimeout(r, 200));
+      const sent = performance.now();
+      await env.client.cancel(second);
+      assert.deepEqual(await waiting, [second]);
+      assert.ok(performance.now() - sent < 1000);
+      await assert.rejects(env.client.waitLeasesLost([]), BadRequest);
+      // An abandoned wait rejects with its signal's reason.
+      const abort = new AbortController();
+      const abandoned = env.client.waitLeasesLost([leases.find((l) => l.id === first)!], {
+        waitMs: 10_000,
+        signal: abort.signal,
+      });
+      abort.abort(new Error("gone"));
+      await assert.rejects(abandoned, /gone/);
+    });
+
     it("manages schedules, which the server fires", async () => {
       const q = freshQueue();
       const name = `s-${q}`;

@@ -10,6 +10,7 @@ import {
   NotFound,
   Retry,
   Snooze,
+  TaskCancelled,
   type Task,
   type TaskContext,
   Worker,
@@ -239,5 +240,94 @@ for (const store of STORES) {
         assert.deepEqual((await env.client.tasks(q)).tasks, []);
       });
     }
+
+    /** Cancel `ref` once `started()` holds and the worker's lease watch polls; when it was sent. */
+    async function cancelWhen(started: () => boolean, ref: number | { queue: string; key: string }): Promise<number> {
+      await waitFor(started);
+      await sleep(300); // the worker's lease watch now long-polls over the run
+      const sent = performance.now();
+      await env.client.cancel(ref);
+      return sent;
+    }
+
+    /** Console warnings during `fn`: a report the server refused would show as one. */
+    async function warnings(fn: () => Promise<void>): Promise<string[]> {
+      const seen: string[] = [];
+      const warn = console.warn;
+      console.warn = (...args: unknown[]) => void seen.push(args.map(String).join(" "));
+      try {
+        await fn();
+      } finally {
+        console.warn = warn;
+      }
+      return seen;
+    }
+
+    it("aborts a running task's signal when it is cancelled, and reports nothing", async () => {
+      const q = freshQueue();
+      const { id } = await env.client.enqueue(q, {});
+      const after = (await env.client.enqueue(q, { after: true }, { delayMs: 1000 })).id;
+      const runs: number[] = [];
+      let started = false;
+      let seen: number | undefined;
+      let reason: unknown;
+      let lost: boolean | undefined;
+      let sent = 0;
+      const warned = await warnings(() =>
+        runUntil(
+          {},
+          (w) =>
+            w.handle(q, async (t) => {
+              runs.push(t.id);
+              if (t.id !== id) return;
+              started = true;
+              await new Promise((resolve) => t.signal.addEventListener("abort", resolve));
+              seen = performance.now();
+              reason = t.signal.reason;
+              lost = t.lost;
+              return "finished anyway"; // dropped: the task is gone
+            }),
+          async () => {
+            if (sent === 0) sent = await cancelWhen(() => started, id);
+            return seen !== undefined && (await gone(after));
+          },
+        ),
+      );
+      const latency = seen! - sent;
+      console.log(`# handler saw the cancel after ${latency.toFixed(1)} ms`);
+      assert.ok(latency < 100, `${latency} ms`);
+      assert.ok(reason instanceof TaskCancelled);
+      assert.equal(lost, true);
+      assert.deepEqual(runs, [id, after]);
+      assert.ok(await gone(id));
+      assert.deepEqual(warned, []);
+    });
+
+    it("aborts a running task cancelled by its key", async () => {
+      const q = freshQueue();
+      const { id } = await env.client.enqueue(q, {}, { key: "k1" });
+      let started = false;
+      let seen: number | undefined;
+      let sent = 0;
+      const warned = await warnings(() =>
+        runUntil(
+          {},
+          (w) =>
+            w.handle(q, async (t) => {
+              started = true;
+              await sleep(60_000, undefined, { signal: t.signal }).catch(() => (seen = performance.now()));
+            }),
+          async () => {
+            if (sent === 0) sent = await cancelWhen(() => started, { queue: q, key: "k1" });
+            return seen !== undefined;
+          },
+        ),
+      );
+      const latency = seen! - sent;
+      console.log(`# handler saw the cancel after ${latency.toFixed(1)} ms`);
+      assert.ok(latency < 100, `${latency} ms`);
+      assert.ok(await gone(id));
+      assert.deepEqual(warned, []);
+    });
   });
 }

@@ -254,6 +254,24 @@ def snooze(task_id: int, token: str, run_at: datetime) -> Op[Task]:
     return Op("POST", f"/v1/tasks/{task_id}/snooze", _task, body)
 
 
+def _lost(body: Any) -> list[int]:
+    return [int(i) for i in body["lost"]]
+
+
+def wait_leases_lost(leases: Sequence[tuple[int, str]], *, wait: Duration = 0) -> Op[list[int]]:
+    """Which of these leases, given as ``(id, token)`` (1 to 10,000), are no longer held.
+
+    A lease is lost when its task is gone (cancelled, completed), its lease
+    expired, or another claim holds it now. Answers their ids in request
+    order at once when there are some; otherwise waits up to ``wait`` (at
+    most 30 s) for one to be lost, and answers an empty list if none was.
+    """
+    wait_ms = to_ms(wait)
+    body = {"leases": [{"id": i, "token": t} for i, t in leases], "wait_ms": wait_ms}
+    # A long poll like a claim: the read timeout must outlast wait_ms.
+    return Op("POST", "/v1/leases/wait", _lost, body, timeout=wait_ms / 1000 + 30)
+
+
 def _task_path(task: TaskRef) -> str:
     if isinstance(task, tuple):
         queue, key = task

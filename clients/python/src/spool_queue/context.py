@@ -4,7 +4,8 @@ The deadline is the handler's timeout, or the task's own lease (a schedule's
 deadline) when that comes first; it is measured on this process's monotonic
 clock from the moment the claim was sent, so it never trusts a comparison of
 two machines' clocks. ``cancelled`` is a ``threading.Event`` so that a sync
-handler in its thread and an async one on the loop can both check it.
+handler in its thread and an async one on the loop can both check it; an
+async handler is also cancelled (``asyncio.CancelledError``) at the same moment.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ class Context:
     deadline_monotonic: float
     """``time.monotonic()`` at the deadline."""
     cancelled: threading.Event = field(default_factory=threading.Event)
-    """Set when the run is cut off (deadline, or a shutdown past its grace period)."""
+    """Set when the run is cut off: its deadline, a shutdown past its grace
+    period, or its lease lost (the task cancelled, or claimed by another)."""
+    lost: bool = False
+    """True once the run's lease is lost: the task was cancelled (or completed,
+    or its lease expired and another claim holds it). Set before ``cancelled``;
+    the worker then reports nothing for the run, whatever the handler returns."""
 
     @property
     def id(self) -> int:

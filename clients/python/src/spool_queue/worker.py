@@ -13,6 +13,12 @@ run that lives past half its lease has the lease extended in the background. At
 the deadline an async handler is cancelled, a sync one sees ``ctx.cancelled``
 set, and the task fails with "deadline exceeded".
 
+Cancellation: one watcher per worker long-polls ``wait_leases_lost`` over the
+leases of its runs, so a task cancelled (or otherwise lost: its lease taken
+over) while it runs is noticed within the server's 100 ms. Its run is cut off
+as at a deadline (``ctx.lost`` and ``ctx.cancelled`` set, an async handler
+cancelled) but nothing is reported: the server would refuse it.
+
 Shutdown (``stop()``, or SIGINT/SIGTERM under ``run()``): stop claiming, let
 running handlers finish within ``shutdown_grace``, then release the rest so no
 attempt is burned. A second stop skips what is left of the grace period.
@@ -21,6 +27,7 @@ attempt is burned. A second stop skips what is left of the grace period.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
@@ -51,6 +58,11 @@ H = TypeVar("H", bound=Handler)
 # the "deadline exceeded" failure reaches the server while the lease holds.
 _LEASE_MARGIN = 0.5
 _FAILURE_TEXT_LIMIT = 4000
+# How long one lease watch waits on the server; how long new leases wait to be
+# watched, so that a run shorter than that costs the server no watch at all.
+_WATCH_WAIT = 10.0
+_WATCH_GAP = 0.05
+_WATCH_MAX = 10_000
 
 
 @dataclass
@@ -157,6 +169,82 @@ class _Acker:
                     fut.set_exception(NotFound(f"task {task_id}", status=r.status))
 
 
+class _Watcher:
+    """Long-polls ``wait_leases_lost`` over the leases of the worker's runs.
+
+    One poll in flight at a time, covering every lease watched when it was
+    sent. A new one goes out when it answers, or when leases added since are
+    still running ``_WATCH_GAP`` later (then it replaces the one in flight). A
+    lease unwatched needs no new poll: its task was acked, failed or released,
+    so the poll in flight answers it lost, and the next poll leaves it out.
+    """
+
+    def __init__(self, client: AsyncClient):
+        self._client = client
+        self._leases: dict[int, tuple[str, Callable[[], None]]] = {}
+        self._added = asyncio.Event()
+
+    def watch(self, task_id: int, token: str, on_lost: Callable[[], None]) -> None:
+        self._leases[task_id] = (token, on_lost)
+        self._added.set()
+
+    def unwatch(self, task_id: int, token: str) -> None:
+        entry = self._leases.get(task_id)
+        if entry is not None and entry[0] == token:
+            del self._leases[task_id]
+
+    def lost(self, task_id: int, token: str) -> None:
+        """The lease is lost (found so here or by a refused extension): tell its run once."""
+        entry = self._leases.get(task_id)
+        if entry is not None and entry[0] == token:
+            del self._leases[task_id]
+            entry[1]()
+
+    async def run(self) -> None:
+        """Watch until cancelled."""
+        backoff = 0.1
+        while True:
+            if not self._leases:
+                self._added.clear()
+                await self._added.wait()
+                await asyncio.sleep(_WATCH_GAP)
+                continue
+            self._added.clear()
+            sent_tokens = {i: t for i, (t, _) in list(self._leases.items())[:_WATCH_MAX]}
+            poll = asyncio.ensure_future(
+                self._client.wait_leases_lost(list(sent_tokens.items()), wait=_WATCH_WAIT)
+            )
+            try:
+                while not poll.done():
+                    await _first(asyncio.shield(poll), self._added.wait())
+                    if poll.done():
+                        break
+                    # New leases: those still running after the gap get a poll
+                    # that replaces this one.
+                    self._added.clear()
+                    await _first(asyncio.shield(poll), timeout=_WATCH_GAP)
+                    if not self._leases.keys() <= sent_tokens.keys():
+                        break
+            finally:
+                if not poll.done():
+                    poll.cancel()
+                    await asyncio.wait([poll])
+            if poll.cancelled():
+                continue
+            try:
+                lost = poll.result()
+            except Exception as e:  # a watcher that dies would leave every run unwatched
+                log.warning("watching leases failed (%r); again in %.1fs", e, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 10.0)
+                continue
+            backoff = 0.1
+            for task_id in lost:
+                token = sent_tokens.get(task_id)
+                if token is not None:
+                    self.lost(task_id, token)
+
+
 class Worker:
     """Runs handlers for the tasks of one or more queues.
 
@@ -202,6 +290,7 @@ class Worker:
         self._cut = asyncio.Event()
         self._client: AsyncClient | None = None
         self._acker: _Acker | None = None
+        self._watcher: _Watcher | None = None
         self._threads = ThreadPool("spool-handler")
 
     @overload
@@ -282,6 +371,7 @@ class Worker:
         try:
             async with AsyncClient(self._url, self._token) as client:
                 self._client, self._acker = client, _Acker(client)
+                self._watcher = _Watcher(client)
                 await self._learn_clock(client)
                 await self._serve()
         finally:
@@ -290,7 +380,9 @@ class Worker:
                 loop.remove_signal_handler(sig)
 
     async def _serve(self) -> None:
+        assert self._watcher is not None
         runs: set[asyncio.Task[None]] = set()
+        watching = asyncio.create_task(self._watcher.run())
         loops = [asyncio.create_task(self._acquire(q, runs)) for q in self._queues.values()]
         log.info("worker %s started on %s", self.id, ", ".join(self._queues))
         await self._stopping.wait()
@@ -301,6 +393,9 @@ class Worker:
         self._cut.set()
         if runs:
             await asyncio.gather(*runs)
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
         log.info("worker %s stopped", self.id)
 
     async def _learn_clock(self, client: AsyncClient) -> None:
@@ -366,15 +461,16 @@ class Worker:
 
     async def _keep_lease(self, task: Task, token: str, sent: float) -> None:
         """Extend the lease each time half of it has passed, while the run goes on."""
-        assert self._client is not None
+        assert self._client is not None and self._watcher is not None
         expires = sent + self.lease
         while True:
             await asyncio.sleep(max(0.0, expires - time.monotonic()) / 2)
             asked = time.monotonic()
             try:
                 await self._client.extend(task.id, token, self.lease)
-            except LeaseLost:
-                log.warning("task %d: lease lost while running", task.id)
+            except (LeaseLost, NotFound) as e:
+                log.warning("task %d: lease lost while running (%s)", task.id, e)
+                self._watcher.lost(task.id, token)
                 return
             except SpoolError as e:
                 log.warning("task %d: extending the lease failed: %s", task.id, e)
@@ -384,7 +480,16 @@ class Worker:
     async def _execute(
         self, route: _Route, task: Task, token: str, sent: float, slot: _Slot
     ) -> None:
+        assert self._watcher is not None
         ctx = Context(task, self._deadline(route, task, sent))
+        lost = asyncio.Event()
+
+        def on_lost() -> None:
+            ctx.lost = True
+            ctx.cancelled.set()
+            lost.set()
+
+        self._watcher.watch(task.id, token, on_lost)
         is_async = inspect.iscoroutinefunction(route.fn)
         handler = (
             asyncio.ensure_future(route.fn(ctx))
@@ -398,10 +503,16 @@ class Worker:
             else asyncio.create_task(self._keep_lease(task, token, sent))
         )
         try:
-            await _first(asyncio.shield(handler), self._cut.wait(), timeout=ctx.remaining())
+            await _first(
+                asyncio.shield(handler), self._cut.wait(), lost.wait(), timeout=ctx.remaining()
+            )
         finally:
+            self._watcher.unwatch(task.id, token)
             if keeper is not None:
                 keeper.cancel()
+        if ctx.lost:
+            await self._drop(task, handler, is_async, slot)
+            return
         if handler.done():
             # The slot frees before the ack goes out, so the next claim and this
             # ack travel together (and share the server's group commit).
@@ -420,6 +531,21 @@ class Worker:
         if not is_async:
             # A thread cannot be stopped: its slot stays taken until it returns.
             await asyncio.wait([handler])
+
+    async def _drop(
+        self, task: Task, handler: asyncio.Future[Any], is_async: bool, slot: _Slot
+    ) -> None:
+        """The lease is lost: cut the run off and report nothing, the server would refuse it."""
+        log.debug("task %d: lease lost (cancelled, or claimed by another); run dropped", task.id)
+        if is_async:
+            handler.cancel()
+            slot.free()
+        # A thread cannot be stopped: its slot stays taken until it returns.
+        await asyncio.wait([handler])
+        if not handler.cancelled():
+            error = handler.exception()
+            outcome = error if error is not None else handler.result()
+            log.debug("task %d: outcome of a lost run dropped: %r", task.id, outcome)
 
     async def _finish(self, task: Task, token: str, handler: asyncio.Future[Any]) -> None:
         assert self._acker is not None and self._client is not None
