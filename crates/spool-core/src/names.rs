@@ -163,41 +163,35 @@ impl From<&QueueName> for Kind {
     }
 }
 
+/// Checks free text of 1 to `max` bytes that is neither `.` nor `..`: as
+/// URL path segments (`/keys/{key}`) every HTTP client resolves those
+/// away, so such a name could not be addressed.
+fn check_text(what: &'static str, max: usize, s: String) -> Result<Arc<str>, NameError> {
+    if s.is_empty() || s.len() > max {
+        return Err(NameError::Length {
+            what,
+            max,
+            len: s.len(),
+        });
+    }
+    if s == "." || s == ".." {
+        return Err(NameError::Reserved(s));
+    }
+    Ok(Arc::from(s))
+}
+
 impl TaskKey {
-    /// `.` and `..` are refused: as URL path segments (`/keys/{key}`) every
-    /// HTTP client resolves them away, so such a key could not be addressed.
+    /// Checks a key: 1–256 bytes of any UTF-8, neither `.` nor `..`.
     pub fn new(s: impl Into<String>) -> Result<Self, NameError> {
-        let s = s.into();
-        if s.is_empty() || s.len() > KEY_MAX {
-            return Err(NameError::Length {
-                what: "key",
-                max: KEY_MAX,
-                len: s.len(),
-            });
-        }
-        if s == "." || s == ".." {
-            return Err(NameError::Reserved(s));
-        }
-        Ok(TaskKey(Arc::from(s)))
+        check_text("key", KEY_MAX, s.into()).map(TaskKey)
     }
 }
 
 impl TaskGroup {
     /// Checks a group: 1–128 bytes of any UTF-8, neither `.` nor `..`
-    /// (a group is a URL path segment in the admin page's links).
+    /// (refused as for keys, so a group can be a URL path segment).
     pub fn new(s: impl Into<String>) -> Result<Self, NameError> {
-        let s = s.into();
-        if s.is_empty() || s.len() > GROUP_MAX {
-            return Err(NameError::Length {
-                what: "group",
-                max: GROUP_MAX,
-                len: s.len(),
-            });
-        }
-        if s == "." || s == ".." {
-            return Err(NameError::Reserved(s));
-        }
-        Ok(TaskGroup(Arc::from(s)))
+        check_text("group", GROUP_MAX, s.into()).map(TaskGroup)
     }
 }
 

@@ -248,3 +248,16 @@ pub(crate) async fn ack_wakes_a_held_back_claim(
         "the claim waited {waited:?} after the ack freed a slot"
     );
 }
+
+/// On a queue whose limit lets one task of the two enqueued (`first`
+/// among them) be leased at once: claims `first` with a short lease,
+/// checks nothing more is claimable, lets the lease run out, and checks
+/// the freed slot takes exactly one task.
+pub(crate) async fn expiry_frees_a_slot(fx: &Fixture, q: &QueueName, first: TaskId) {
+    claim_id_leased(fx, q, WORKER, first, SHORT_LEASE).await;
+    claim_nothing(fx, q).await;
+    fx.advance(SHORT_LEASE + BEYOND).await;
+    let again = claim(fx, q, OTHER_WORKER, 10).await;
+    assert_eq!(again.len(), 1, "the freed slot takes one task");
+    claim_nothing(fx, q).await;
+}

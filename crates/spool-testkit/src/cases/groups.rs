@@ -51,6 +51,11 @@ async fn enqueue_group(
     out.iter().map(|o| o.id).collect()
 }
 
+/// Claims up to 20 and checks they are exactly one task, of group `g`.
+async fn claims_one_of(fx: &Fixture, q: &spool_core::QueueName, g: &str, why: &str) {
+    assert_eq!(groups_of(&claim(fx, q, WORKER, 20).await), [g], "{why}");
+}
+
 /// The group of each task, `""` for none.
 fn groups_of(tasks: &[Task]) -> Vec<String> {
     tasks
@@ -167,18 +172,10 @@ pub async fn group_concurrency_caps_each_group(fx: Fixture) {
     };
     let (a, b) = (of("a"), of("b"));
     fx.store.ack(a[0].id, token(a[0]), None).await.unwrap();
-    assert_eq!(
-        groups_of(&claim(&fx, &q, WORKER, 20).await),
-        ["a"],
-        "an ack frees a slot of a"
-    );
+    claims_one_of(&fx, &q, "a", "an ack frees a slot of a").await;
     claim_nothing(&fx, &q).await;
     fx.store.release(b[0].id, token(b[0])).await.unwrap();
-    assert_eq!(
-        groups_of(&claim(&fx, &q, WORKER, 20).await),
-        ["b"],
-        "a release frees a slot of b"
-    );
+    claims_one_of(&fx, &q, "b", "a release frees a slot of b").await;
     let later = fx
         .store
         .now()
@@ -190,11 +187,7 @@ pub async fn group_concurrency_caps_each_group(fx: Fixture) {
         ..FailRequest::new("later")
     };
     fx.store.fail(a[1].id, token(a[1]), req).await.unwrap();
-    assert_eq!(
-        groups_of(&claim(&fx, &q, WORKER, 20).await),
-        ["a"],
-        "a failure frees a slot of a"
-    );
+    claims_one_of(&fx, &q, "a", "a failure frees a slot of a").await;
     claim_nothing(&fx, &q).await;
 }
 
@@ -202,12 +195,7 @@ pub async fn group_concurrency_caps_each_group(fx: Fixture) {
 pub async fn an_expired_lease_frees_its_group_slot(fx: Fixture) {
     let q = make_queue(&fx, "group-expiry", capped(1)).await;
     let made = enqueue_group(&fx, &q, Some("a"), 2).await;
-    claim_id_leased(&fx, &q, WORKER, made[0], SHORT_LEASE).await;
-    claim_nothing(&fx, &q).await;
-    fx.advance(SHORT_LEASE + BEYOND).await;
-    let again = claim(&fx, &q, OTHER_WORKER, 10).await;
-    assert_eq!(again.len(), 1, "the freed slot takes one task");
-    claim_nothing(&fx, &q).await;
+    expiry_frees_a_slot(&fx, &q, made[0]).await;
 }
 
 /// A long poll that a full group holds back returns as soon as an ack

@@ -104,12 +104,7 @@ pub async fn max_leased_caps_tasks_leased_at_once(fx: Fixture) {
 pub async fn an_expired_lease_frees_its_slot(fx: Fixture) {
     let q = make_queue(&fx, "capped-expiry", limited(Some(1), None)).await;
     let made = enqueue_n(&fx, &q, 2).await;
-    claim_id_leased(&fx, &q, WORKER, made[0], SHORT_LEASE).await;
-    claim_nothing(&fx, &q).await;
-    fx.advance(SHORT_LEASE + BEYOND).await;
-    let again = claim(&fx, &q, OTHER_WORKER, 10).await;
-    assert_eq!(again.len(), 1, "the freed slot takes one task");
-    claim_nothing(&fx, &q).await;
+    expiry_frees_a_slot(&fx, &q, made[0]).await;
 }
 
 /// A full bucket hands out its burst, even to one claim; then nothing until
