@@ -252,6 +252,7 @@ impl TaskIn<'_> {
                 .map(TaskGroup::new)
                 .transpose()
                 .map_err(bad_answer)?,
+            deps: None,
         })
     }
 }
@@ -284,6 +285,7 @@ impl From<CountsIn> for StateCounts {
             ready: c.ready,
             leased: c.leased,
             dead: c.dead,
+            pending: 0,
         }
     }
 }

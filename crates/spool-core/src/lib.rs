@@ -13,6 +13,7 @@
 
 pub mod backoff;
 mod crontab;
+pub mod deps;
 pub mod error;
 pub mod groups;
 pub mod lease_wait;
@@ -39,7 +40,8 @@ pub use store::{
     StateCounts, Store, TaskPage, TaskPatch, TaskRef,
 };
 pub use task::{
-    ErrorRecord, Lease, LeaseToken, NewTask, Payload, PayloadFormat, Task, TaskId, TaskState,
+    Dependencies, ErrorRecord, Lease, LeaseToken, NewTask, Parent, ParentFailure, Payload,
+    PayloadFormat, Task, TaskId, TaskState,
 };
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use trace::TraceParent;

@@ -33,7 +33,8 @@ pub fn validate_batch(tasks: &[NewTask]) -> Result<(), StoreError> {
             "a batch holds at most {MAX_BATCH} tasks"
         )));
     }
-    tasks.iter().try_for_each(NewTask::validate)
+    tasks.iter().try_for_each(NewTask::validate)?;
+    crate::deps::validate_in_batch(tasks)
 }
 
 /// Refuses a wait on no leases, on more than [`MAX_LEASE_WAIT`], or for
@@ -264,6 +265,8 @@ pub struct StateCounts {
     pub leased: u64,
     /// Tasks out of attempts or discarded.
     pub dead: u64,
+    /// Tasks waiting for others to end (docs/spec.md §3.2).
+    pub pending: u64,
 }
 
 impl StateCounts {
@@ -274,6 +277,7 @@ impl StateCounts {
             TaskState::Ready => self.ready,
             TaskState::Leased => self.leased,
             TaskState::Dead => self.dead,
+            TaskState::Pending => self.pending,
         }
     }
 
@@ -284,12 +288,13 @@ impl StateCounts {
             TaskState::Ready => &mut self.ready,
             TaskState::Leased => &mut self.leased,
             TaskState::Dead => &mut self.dead,
+            TaskState::Pending => &mut self.pending,
         }
     }
 
     /// Every task counted, whatever its state.
     pub fn total(&self) -> u64 {
-        self.scheduled + self.ready + self.leased + self.dead
+        self.scheduled + self.ready + self.leased + self.dead + self.pending
     }
 }
 

@@ -68,15 +68,20 @@ pub enum TaskState {
     Leased,
     /// Gave up: out of attempts or discarded. Kept until retried or cancelled.
     Dead,
+    /// Waits for the tasks it names in `after` to end (docs/spec.md §3.2).
+    Pending,
 }
 
 impl TaskState {
     /// Every state, in the order of [`TaskState::index`].
-    pub const ALL: [TaskState; 4] = [
+    /// `Pending` came last so that the indexes of the others, which the
+    /// engine's checkpoints hold, kept their values.
+    pub const ALL: [TaskState; 5] = [
         TaskState::Scheduled,
         TaskState::Ready,
         TaskState::Leased,
         TaskState::Dead,
+        TaskState::Pending,
     ];
 
     /// The snake_case name JSON and the CLI use; [`FromStr`] parses it back.
@@ -86,6 +91,7 @@ impl TaskState {
             TaskState::Ready => "ready",
             TaskState::Leased => "leased",
             TaskState::Dead => "dead",
+            TaskState::Pending => "pending",
         }
     }
 
@@ -108,7 +114,7 @@ impl FromStr for TaskState {
             .into_iter()
             .find(|st| st.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown state {s:?}: expected scheduled, ready, leased or dead")
+                format!("unknown state {s:?}: expected scheduled, ready, leased, dead or pending")
             })
     }
 }
@@ -233,7 +239,78 @@ pub struct Task {
     /// turn, and its `group_concurrency` bounds each group's leases
     /// (docs/spec.md §4).
     pub group: Option<TaskGroup>,
+    /// What the task waits for, if anything (docs/spec.md §3.2).
+    pub deps: Option<Box<Dependencies>>,
 }
+
+/// What becomes of a pending task when a task it waits for ends dead or
+/// cancelled (docs/spec.md §3.2).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParentFailure {
+    /// It is cancelled too, and so are the tasks waiting for it.
+    #[default]
+    Cancel,
+    /// It runs anyway, once every task it waits for has ended.
+    Run,
+}
+
+impl ParentFailure {
+    /// The snake_case name JSON and the CLI use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParentFailure::Cancel => "cancel",
+            ParentFailure::Run => "run",
+        }
+    }
+}
+
+impl FromStr for ParentFailure {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cancel" => Ok(ParentFailure::Cancel),
+            "run" => Ok(ParentFailure::Run),
+            _ => Err(format!("unknown policy {s:?}: expected cancel or run")),
+        }
+    }
+}
+
+/// A task's dependencies: the tasks it waits for and how they ended so
+/// far (docs/spec.md §3.2).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Dependencies {
+    /// The tasks named at enqueue, in the order given, duplicates removed.
+    pub after: Vec<TaskId>,
+    /// Those that have not ended yet, ascending: while any is left the
+    /// task is `pending`.
+    pub waiting_on: Vec<TaskId>,
+    /// How many of them ended dead or cancelled; the others that ended
+    /// completed.
+    pub failed: u32,
+    /// What a dead or cancelled one does to this task.
+    pub if_parent_fails: ParentFailure,
+}
+
+impl Dependencies {
+    /// How many of the tasks waited for ended completed so far.
+    pub fn completed(&self) -> u32 {
+        (self.after.len() - self.waiting_on.len()) as u32 - self.failed
+    }
+}
+
+/// A task a new task waits for.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Parent {
+    /// A task the store already holds (or held: see docs/spec.md §3.2).
+    Task(TaskId),
+    /// The task at this position of the same enqueue batch, which must come
+    /// before the one naming it.
+    InBatch(u32),
+}
+
+/// Most tasks one task may wait for.
+pub const MAX_AFTER: usize = 10_000;
 
 /// When a new task becomes claimable.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -272,6 +349,11 @@ pub struct NewTask {
     /// The group the task belongs to in its queue (a customer, an API
     /// host), for per-group concurrency and fair claims; fixed at enqueue.
     pub group: Option<TaskGroup>,
+    /// The tasks it waits for: it is `pending` until every one has ended
+    /// (docs/spec.md §3.2). At most [`MAX_AFTER`].
+    pub after: Vec<Parent>,
+    /// What a dead or cancelled parent does to it.
+    pub if_parent_fails: ParentFailure,
 }
 
 impl NewTask {
@@ -341,6 +423,18 @@ impl NewTask {
         self
     }
 
+    /// Makes the task wait for `parent` to end (docs/spec.md §3.2).
+    pub fn after(mut self, parent: Parent) -> Self {
+        self.after.push(parent);
+        self
+    }
+
+    /// Says what a dead or cancelled parent does to the task.
+    pub fn if_parent_fails(mut self, policy: ParentFailure) -> Self {
+        self.if_parent_fails = policy;
+        self
+    }
+
     /// The checks a task passes whatever its queue: out-of-range values are
     /// refused, never clamped (docs/spec.md §7.1). Its payload's size is
     /// checked against its queue's `max_payload` by the store.
@@ -353,6 +447,11 @@ impl NewTask {
         }
         if let Some(text) = &self.traceparent {
             TraceParent::parse(text)?;
+        }
+        if self.after.len() > MAX_AFTER {
+            return Err(StoreError::bad_request(format!(
+                "after names at most {MAX_AFTER} tasks"
+            )));
         }
         Ok(())
     }

@@ -399,6 +399,7 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
         failures,
         traceparent,
         group,
+        deps: None,
     })
 }
 

@@ -228,6 +228,7 @@ impl StoredTask {
             updated_at: self.updated_at,
             traceparent: self.traceparent,
             group: self.group,
+            deps: None,
         };
         let waiting = |run_at: Timestamp| {
             if run_at <= self.now {

@@ -32,6 +32,7 @@ fn state_filter(state: Option<TaskState>) -> &'static str {
         Some(TaskState::Scheduled) => "(t.state = 'scheduled' AND t.run_at > now())",
         Some(TaskState::Leased) => "t.state = 'leased'",
         Some(TaskState::Dead) => "t.state = 'dead'",
+        Some(TaskState::Pending) => "t.state = 'pending'",
     }
 }
 

@@ -144,6 +144,14 @@ macro_rules! __with_cases {
             a_long_poll_on_a_full_group_wakes_when_a_slot_frees
             group_concurrency_changed_live_takes_effect
             groups_report_waiting_and_leased
+            a_task_waits_for_every_parent
+            a_batch_names_parents_by_position
+            a_dead_parent_cancels_dependents_down_the_chain
+            a_cancelled_parent_counts_as_failed
+            parents_that_ended_before_enqueue
+            a_batch_callback_runs_once_every_member_ended
+            only_a_parents_end_releases_its_dependents
+            pending_tasks_count_list_and_update
             due_task_shows_ready_everywhere
             expired_lease_shows_ready_everywhere
             schedules_round_trip

@@ -198,6 +198,7 @@ pub(super) fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, St
         updated_at: time(f.get("updated_at")?)?,
         traceparent: f.optional("traceparent", text)?,
         group: f.optional("group", |g| name(g, TaskGroup::new))?,
+        deps: None,
     })
 }
 
@@ -216,6 +217,7 @@ fn counts(f: &Fields) -> Result<StateCounts, StoreError> {
         ready: uint(f.get("ready")?)?,
         leased: uint(f.get("leased")?)?,
         dead: uint(f.get("dead")?)?,
+        pending: 0,
     })
 }
 

@@ -10,7 +10,9 @@
 
 use std::sync::Arc;
 
-use spool_core::{ErrorRecord, PayloadFormat, TaskGroup, TaskKey, TaskState, Timestamp};
+use spool_core::{
+    Dependencies, ErrorRecord, PayloadFormat, TaskGroup, TaskKey, TaskState, Timestamp,
+};
 use spool_wal::LogPos;
 
 /// Where a task's payload lives in the log: the position of its encoded
@@ -124,6 +126,8 @@ pub(crate) struct Extra {
     pub traceparent: Option<Box<str>>,
     /// The group given at enqueue.
     pub group: Option<TaskGroup>,
+    /// The tasks it waits for, and how those that ended did.
+    pub deps: Option<Box<Dependencies>>,
 }
 
 impl Extra {
@@ -137,6 +141,7 @@ impl Extra {
             failures: 0,
             traceparent: None,
             group: None,
+            deps: None,
         }
     }
 }

@@ -235,7 +235,7 @@ impl State {
                         .change(g, cap, |group| group.counts.leased += 1);
                 }
             }
-            TaskState::Dead => {}
+            TaskState::Dead | TaskState::Pending => {}
         }
         if state != TaskState::Ready {
             queue.members[state.index()].insert(id);
@@ -290,7 +290,7 @@ impl State {
                     self.woken.push(q);
                 }
             }
-            (TaskState::Dead, _) => {}
+            (TaskState::Dead | TaskState::Pending, _) => {}
         }
         if state != TaskState::Ready {
             queue.members[state.index()].remove(&id);

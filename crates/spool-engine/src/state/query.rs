@@ -95,6 +95,7 @@ impl State {
                 updated_at: x.map_or(e.created_at, |x| x.updated_at),
                 traceparent: x.and_then(|x| x.traceparent.as_deref()).map(String::from),
                 group: x.and_then(|x| x.group.clone()),
+                deps: x.and_then(|x| x.deps.clone()),
             },
             payload: e.payload,
             in_hand: None,

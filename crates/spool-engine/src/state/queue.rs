@@ -24,10 +24,10 @@ pub(crate) struct QueueState {
     pub ready: ReadyIndex,
     /// The task groups, their ready tasks and their turns.
     pub groups: Groups,
-    /// Ids of scheduled, leased and dead tasks, by state index, for listing
+    /// Ids of scheduled, leased, dead and pending tasks, by state index, for listing
     /// a state page by page. Ready tasks are not here (they are most tasks,
     /// and the table lists them in id order itself): that slot stays empty.
-    pub members: [BTreeSet<u64>; 4],
+    pub members: [BTreeSet<u64>; TaskState::ALL.len()],
     /// Tasks claimed at least once, most attempts first: the admin page's
     /// "failing most" order without a scan of the queue.
     pub by_attempts: BTreeSet<(Reverse<u32>, u64)>,

@@ -196,6 +196,7 @@ fn stats_from(row: &tokio_postgres::Row) -> Result<Vec<QueueStats>, StoreError> 
             ready: g.ready,
             leased: g.leased,
             dead: g.dead,
+            pending: 0,
         };
         for s in spool_core::TaskState::ALL {
             *stats.counts.slot(s) += counts.get(s);

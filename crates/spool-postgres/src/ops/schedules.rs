@@ -188,6 +188,8 @@ impl Backend {
             max_attempts: None,
             lease_ms: Some(lease_ms),
             traceparent: None,
+            after: Vec::new(),
+            if_parent_fails: Default::default(),
             group: None,
         };
 

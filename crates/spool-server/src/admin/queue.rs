@@ -308,6 +308,7 @@ pub(super) fn when(t: &Task, now: Timestamp) -> Markup {
             }
             (TaskState::Leased, None) => { "leased" }
             (TaskState::Dead, _) => { "dead for " (time_since(t.updated_at, now)) }
+            (TaskState::Pending, _) => { "waits since " (time_since(t.created_at, now)) }
         }
     }
 }

@@ -178,6 +178,7 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
         lease_ms: item.lease_ms,
         traceparent: item.traceparent,
         group: item.group.map(TaskGroup::new).transpose()?,
+        ..NewTask::default()
     };
     task.validate()?;
     if let Some(ms) = task.lease_ms {

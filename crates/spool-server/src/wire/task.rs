@@ -17,6 +17,7 @@ pub enum StateName {
     Ready,
     Leased,
     Dead,
+    Pending,
 }
 
 impl From<TaskState> for StateName {
@@ -26,6 +27,7 @@ impl From<TaskState> for StateName {
             TaskState::Ready => StateName::Ready,
             TaskState::Leased => StateName::Leased,
             TaskState::Dead => StateName::Dead,
+            TaskState::Pending => StateName::Pending,
         }
     }
 }
@@ -37,6 +39,7 @@ impl From<StateName> for TaskState {
             StateName::Ready => TaskState::Ready,
             StateName::Leased => TaskState::Leased,
             StateName::Dead => TaskState::Dead,
+            StateName::Pending => TaskState::Pending,
         }
     }
 }

@@ -36,6 +36,7 @@ pub async fn stats_count_per_state_and_kind(fx: Fixture) {
         ready,
         leased,
         dead,
+        pending: 0,
     };
     assert_eq!(stats.counts, counts(1, 3, 1, 1));
     // A kind with nothing left may be listed with zeros or not at all.

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use spool_core::deps::{self, Ending, Outcome};
 use spool_core::groups::GroupStats;
 use spool_core::schedule::tick_key;
 use spool_core::store::{MAX_BATCH, MAX_LIST_LIMIT};
@@ -12,9 +13,9 @@ use spool_core::task::RunAt;
 use spool_core::transition::{self, Next, LEASE_EXPIRED};
 use spool_core::{
     backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, KindCounts, Lease, LeaseToken,
-    ListOrder, ListRequest, NewTask, Payload, QueueChange, QueueName, QueueSettings, QueueStats,
-    Schedule, ScheduleSpec, StoreError, Task, TaskGroup, TaskId, TaskKey, TaskPage, TaskPatch,
-    TaskRef, TaskState, Timestamp, TokenBucket, TraceParent,
+    ListOrder, ListRequest, NewTask, Parent, Payload, QueueChange, QueueName, QueueSettings,
+    QueueStats, Schedule, ScheduleSpec, StoreError, Task, TaskGroup, TaskId, TaskKey, TaskPage,
+    TaskPatch, TaskRef, TaskState, Timestamp, TokenBucket, TraceParent,
 };
 
 /// Where a task waits in its queue's claim order.
@@ -81,7 +82,44 @@ impl State {
                     t.run_at = at;
                     self.waiting.insert(slot(t));
                 }
-                Next::Dead => t.state = TaskState::Dead,
+                Next::Dead => {
+                    t.state = TaskState::Dead;
+                    self.end(id, Ending::Failed, now);
+                }
+            }
+        }
+    }
+
+    /// Tells the tasks waiting for `id` that it ended, and what follows
+    /// from it down their chains (docs/spec.md §3.2).
+    fn end(&mut self, id: TaskId, ending: Ending, now: Timestamp) {
+        let mut ended = vec![(id, ending)];
+        while let Some((parent, ending)) = ended.pop() {
+            let waiting: Vec<TaskId> = self
+                .tasks
+                .values()
+                .filter(|t| {
+                    t.deps
+                        .as_ref()
+                        .is_some_and(|d| d.waiting_on.contains(&parent))
+                })
+                .map(|t| t.id)
+                .collect();
+            for child in waiting {
+                let t = self.tasks.get_mut(&child).expect("a waiting task exists");
+                let deps = t.deps.as_mut().expect("it has dependencies");
+                match deps::on_parent_end(deps, parent, ending) {
+                    Some(Outcome::Released) => {
+                        t.state = TaskState::Ready;
+                        t.updated_at = now;
+                        self.waiting.insert(slot(t));
+                    }
+                    Some(Outcome::Cancelled) => {
+                        self.remove(child, now);
+                        ended.push((child, Ending::Failed));
+                    }
+                    Some(Outcome::Pending) | None => t.updated_at = now,
+                }
             }
         }
     }
@@ -111,8 +149,22 @@ impl State {
                 TraceParent::parse(tp)?;
             }
         }
+        spool_core::store::validate_batch(&tasks)?;
+        let next = TaskId(self.next_id + 1);
+        for t in &tasks {
+            let named: Vec<TaskId> = t
+                .after
+                .iter()
+                .filter_map(|p| match p {
+                    Parent::Task(id) => Some(*id),
+                    Parent::InBatch(_) => None,
+                })
+                .collect();
+            deps::check_assigned(&named, next)?;
+        }
         self.queues.entry(q.clone()).or_insert(settings.clone());
-        let mut out = Vec::with_capacity(tasks.len());
+        let mut out: Vec<EnqueueOutcome> = Vec::with_capacity(tasks.len());
+        let mut cancelled_here: Vec<TaskId> = Vec::new();
         for t in tasks {
             if let Some(k) = &t.key {
                 if let Some(entry) = self.keys.get(&(q.clone(), k.clone())) {
@@ -135,6 +187,23 @@ impl State {
                 RunAt::At(at) => at,
                 RunAt::After(d) => now.plus(d),
             };
+            let batch: Vec<TaskId> = out.iter().map(|o| o.id).collect();
+            let after = deps::resolve(&t.after, &batch);
+            let settled =
+                deps::at_enqueue(after, t.if_parent_fails, |p| match self.tasks.get(&p) {
+                    _ if cancelled_here.contains(&p) => Some(Ending::Failed),
+                    None => Some(Ending::Completed),
+                    Some(parent) if parent.state == TaskState::Dead => Some(Ending::Failed),
+                    Some(_) => None,
+                });
+            let (deps, outcome) = match settled {
+                Some((d, o)) => (Some(Box::new(d)), Some(o)),
+                None => (None, None),
+            };
+            let state = match outcome {
+                Some(Outcome::Pending) => TaskState::Pending,
+                _ => TaskState::Ready,
+            };
             let task = Task {
                 id,
                 queue: q.clone(),
@@ -146,21 +215,28 @@ impl State {
                 attempt: 0,
                 max_attempts: t.max_attempts.unwrap_or(settings.max_attempts),
                 lease_ms: t.lease_ms,
-                state: TaskState::Ready,
+                state,
                 lease: None,
                 errors: Vec::new(),
                 created_at: now,
                 updated_at: now,
                 traceparent: t.traceparent,
                 group: t.group,
+                deps,
             };
             if let Some(k) = t.key {
                 self.keys
                     .insert((q.clone(), k), KeyEntry { id, gone_at: None });
             }
-            self.waiting.insert(slot(&task));
+            if state == TaskState::Ready {
+                self.waiting.insert(slot(&task));
+            }
             self.grouped += usize::from(task.group.is_some());
             self.tasks.insert(id, task);
+            if outcome == Some(Outcome::Cancelled) {
+                self.remove(id, now);
+                cancelled_here.push(id);
+            }
             out.push(EnqueueOutcome {
                 id,
                 duplicate: false,
@@ -233,10 +309,11 @@ impl State {
         // A queue without groups claims as if there were none, and leaves
         // the turns where they stood.
         let has_groups = self.grouped > 0
-            && self
-                .tasks
-                .values()
-                .any(|t| t.queue == *q && t.group.is_some() && t.state != TaskState::Dead);
+            && self.tasks.values().any(|t| {
+                t.queue == *q
+                    && t.group.is_some()
+                    && !matches!(t.state, TaskState::Dead | TaskState::Pending)
+            });
         if !has_groups {
             return self
                 .waiting
@@ -356,7 +433,10 @@ impl State {
                 t.attempt = 0;
                 self.unlease(id, at, now);
             }
-            None => self.remove(id, now),
+            None => {
+                self.remove(id, now);
+                self.end(id, Ending::Completed, now);
+            }
         }
         Ok(())
     }
@@ -391,6 +471,7 @@ impl State {
                 t.updated_at = now;
                 let dead = t.clone();
                 self.leases.remove(&(lease.expires_at, id));
+                self.end(id, Ending::Failed, now);
                 Ok(dead)
             }
         }
@@ -481,6 +562,7 @@ impl State {
     pub(super) fn cancel(&mut self, r: &TaskRef, now: Timestamp) -> Result<(), StoreError> {
         let id = self.resolve(r)?;
         self.remove(id, now);
+        self.end(id, Ending::Failed, now);
         Ok(())
     }
 
@@ -506,7 +588,7 @@ impl State {
             });
             match t.state {
                 TaskState::Leased => stats.leased += 1,
-                TaskState::Dead => {}
+                TaskState::Dead | TaskState::Pending => {}
                 _ => stats.waiting += 1,
             }
         }

@@ -1,0 +1,203 @@
+//! Dependencies between tasks (docs/spec.md §3.2): the rules every store
+//! applies when a task names others in `after`.
+//!
+//! A task that waits for others is `pending` until each has ended:
+//! completed, dead or cancelled. A parent is always an earlier task (its id
+//! is lower), so dependencies never form a cycle. These pure functions
+//! state the rules once; stores keep the waiting tasks and apply them.
+
+use crate::error::StoreError;
+use crate::task::{Dependencies, NewTask, Parent, ParentFailure, TaskId};
+
+/// Refuses a reference to a position of the batch that is not before the
+/// task naming it: parents come first.
+pub fn validate_in_batch(tasks: &[NewTask]) -> Result<(), StoreError> {
+    for (i, t) in tasks.iter().enumerate() {
+        for p in &t.after {
+            if let Parent::InBatch(j) = *p {
+                if j as usize >= i {
+                    return Err(StoreError::bad_request(format!(
+                        "task {i} of the batch waits for task {j} of the batch: \
+                         a task may only wait for tasks before it"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ids a new task waits for, in the order named, each once: positions
+/// in the batch become the ids `batch` assigned them.
+pub fn resolve(after: &[Parent], batch: &[TaskId]) -> Vec<TaskId> {
+    let mut ids: Vec<TaskId> = Vec::with_capacity(after.len());
+    for p in after {
+        let id = match *p {
+            Parent::Task(id) => id,
+            Parent::InBatch(i) => batch[i as usize],
+        };
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+/// Refuses a parent id the store never assigned: at or past `next_id`.
+pub fn check_assigned(after: &[TaskId], next_id: TaskId) -> Result<(), StoreError> {
+    match after.iter().find(|id| **id >= next_id) {
+        Some(id) => Err(StoreError::bad_request(format!(
+            "after names task {id}, which does not exist"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// How a parent ended, as its dependents see it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Ending {
+    /// Acked (without `reschedule_at`): done.
+    Completed,
+    /// Dead (out of attempts, discarded, or its last lease expired) or
+    /// cancelled.
+    Failed,
+}
+
+/// What a dependent becomes when one of its parents ends.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    /// Still waiting for others.
+    Pending,
+    /// Every parent has ended: scheduled or ready, by its `run_at`.
+    Released,
+    /// A parent failed and the policy is `cancel`: cancelled, which ends it
+    /// as failed for its own dependents.
+    Cancelled,
+}
+
+/// Records that `parent` ended as `ending` in `deps` (the dependent's
+/// dependencies) and says what the dependent becomes. A parent already
+/// recorded, or never waited for, changes nothing and answers `None`: so a
+/// store may apply the same ending twice.
+pub fn on_parent_end(deps: &mut Dependencies, parent: TaskId, ending: Ending) -> Option<Outcome> {
+    let at = deps.waiting_on.binary_search(&parent).ok()?;
+    deps.waiting_on.remove(at);
+    if ending == Ending::Failed {
+        deps.failed += 1;
+        if deps.if_parent_fails == ParentFailure::Cancel {
+            return Some(Outcome::Cancelled);
+        }
+    }
+    Some(if deps.waiting_on.is_empty() {
+        Outcome::Released
+    } else {
+        Outcome::Pending
+    })
+}
+
+/// What a new task with `after` is at enqueue, given how each parent
+/// stands then (`ended(id)`: `None` while it is live and not dead,
+/// `Some(Ending::Failed)` when it is dead, `Some(Ending::Completed)` when
+/// it is gone). A parent gone before its dependent was enqueued counts as
+/// completed: completed tasks leave no trace. `None` when `after` is empty.
+pub fn at_enqueue(
+    after: Vec<TaskId>,
+    policy: ParentFailure,
+    mut ended: impl FnMut(TaskId) -> Option<Ending>,
+) -> Option<(Dependencies, Outcome)> {
+    if after.is_empty() {
+        return None;
+    }
+    let mut deps = Dependencies {
+        waiting_on: after.clone(),
+        after,
+        failed: 0,
+        if_parent_fails: policy,
+    };
+    deps.waiting_on.sort_unstable();
+    let mut outcome = Outcome::Pending;
+    for id in deps.after.clone() {
+        if let Some(ending) = ended(id) {
+            if let Some(o) = on_parent_end(&mut deps, id, ending) {
+                if outcome != Outcome::Cancelled {
+                    outcome = o;
+                }
+            }
+        }
+    }
+    Some((deps, outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deps(after: &[u64], policy: ParentFailure) -> Dependencies {
+        let ids: Vec<TaskId> = after.iter().map(|&i| TaskId(i)).collect();
+        Dependencies {
+            waiting_on: ids.clone(),
+            after: ids,
+            failed: 0,
+            if_parent_fails: policy,
+        }
+    }
+
+    #[test]
+    fn the_last_parent_to_end_releases_the_task() {
+        let mut d = deps(&[1, 2], ParentFailure::Cancel);
+        assert_eq!(
+            on_parent_end(&mut d, TaskId(2), Ending::Completed),
+            Some(Outcome::Pending)
+        );
+        assert_eq!(on_parent_end(&mut d, TaskId(2), Ending::Completed), None);
+        assert_eq!(
+            on_parent_end(&mut d, TaskId(1), Ending::Completed),
+            Some(Outcome::Released)
+        );
+        assert_eq!(d.completed(), 2);
+    }
+
+    #[test]
+    fn a_failed_parent_cancels_or_counts_by_policy() {
+        let mut d = deps(&[1, 2], ParentFailure::Cancel);
+        assert_eq!(
+            on_parent_end(&mut d, TaskId(1), Ending::Failed),
+            Some(Outcome::Cancelled)
+        );
+        let mut d = deps(&[1, 2], ParentFailure::Run);
+        on_parent_end(&mut d, TaskId(1), Ending::Failed);
+        assert_eq!(
+            on_parent_end(&mut d, TaskId(2), Ending::Completed),
+            Some(Outcome::Released)
+        );
+        assert_eq!((d.failed, d.completed()), (1, 1));
+    }
+
+    #[test]
+    fn enqueue_counts_gone_parents_completed_and_dead_ones_failed() {
+        let ended = |id: TaskId| match id.0 {
+            1 => Some(Ending::Completed),
+            2 => Some(Ending::Failed),
+            _ => None,
+        };
+        let (d, o) = at_enqueue(vec![TaskId(3), TaskId(1)], ParentFailure::Cancel, ended).unwrap();
+        assert_eq!((d.waiting_on, o), (vec![TaskId(3)], Outcome::Pending));
+        let (_, o) = at_enqueue(vec![TaskId(1), TaskId(2)], ParentFailure::Cancel, ended).unwrap();
+        assert_eq!(o, Outcome::Cancelled);
+        let (d, o) = at_enqueue(vec![TaskId(1), TaskId(2)], ParentFailure::Run, ended).unwrap();
+        assert_eq!((d.failed, o), (1, Outcome::Released));
+    }
+
+    #[test]
+    fn batch_positions_resolve_to_ids_once_each() {
+        let batch = [TaskId(10), TaskId(11)];
+        let after = [
+            Parent::InBatch(1),
+            Parent::Task(TaskId(11)),
+            Parent::Task(TaskId(4)),
+        ];
+        assert_eq!(resolve(&after, &batch), vec![TaskId(11), TaskId(4)]);
+        let bad = vec![NewTask::default().after(Parent::InBatch(0))];
+        assert!(validate_in_batch(&bad).is_err());
+    }
+}
