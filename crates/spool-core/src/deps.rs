@@ -130,6 +130,8 @@ pub fn at_enqueue(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     fn deps(after: &[u64], policy: ParentFailure) -> Dependencies {

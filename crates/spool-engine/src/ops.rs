@@ -13,9 +13,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use spool_core::deps::Outcome;
 use spool_core::{
-    Cadence, Kind, Payload, PayloadFormat, QueueName, QueueSettings, RateLimit, ScheduleSpec,
-    TaskGroup, TaskKey, TaskPatch, Timestamp, TraceParent,
+    Cadence, Dependencies, Kind, ParentFailure, Payload, PayloadFormat, QueueName, QueueSettings,
+    RateLimit, ScheduleSpec, TaskGroup, TaskId, TaskKey, TaskPatch, Timestamp, TraceParent,
 };
 use spool_wal::LogPos;
 
@@ -49,6 +50,33 @@ pub(crate) struct NewEntry {
     /// A W3C traceparent, valid: checked at enqueue and again when read.
     pub traceparent: Option<String>,
     pub group: Option<TaskGroup>,
+    /// What it waits for, as worked out at enqueue (docs/spec.md §3.2).
+    pub deps: Option<Box<NewDeps>>,
+}
+
+/// A new task's dependencies as the enqueue found them: which parents it
+/// still waits for, and whether a failed one already cancelled it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NewDeps {
+    pub deps: Dependencies,
+    /// Created and cancelled in the same write: its policy is `cancel` and
+    /// a parent had failed by then.
+    pub cancelled: bool,
+}
+
+/// What one parent's ending did to one task waiting for it, worked out
+/// when the ending was committed and logged with it, in the same record:
+/// absolute (the parent struck from the task's waits, its failure count
+/// as it then stood), so replaying it over a checkpoint that already holds
+/// it changes nothing, and never read from the parent's record, which a
+/// checkpoint may hold from before or after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Follow {
+    pub task: u64,
+    pub parent: u64,
+    /// The task's count of failed parents afterwards.
+    pub failed: u32,
+    pub outcome: Outcome,
 }
 
 /// The byte after a new task's max_attempts says what follows it: its own
@@ -60,6 +88,8 @@ pub(crate) struct NewEntry {
 const ENTRY_LEASE: u8 = 1;
 const ENTRY_TRACEPARENT: u8 = 2;
 const ENTRY_GROUP: u8 = 4;
+/// Then its dependencies ([`put_new_deps`]), when this bit is set.
+const ENTRY_DEPS: u8 = 8;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Claimed {
@@ -133,6 +163,8 @@ pub(crate) enum Op {
     Settle {
         now: Timestamp,
         tasks: Vec<Settlement>,
+        /// What the tasks that went dead did to the tasks waiting for them.
+        follow: Vec<Follow>,
     },
     Extend {
         now: Timestamp,
@@ -144,9 +176,12 @@ pub(crate) enum Op {
         id: u64,
         patch: TaskPatch,
     },
+    /// Tasks completed (acked) or cancelled.
     Delete {
         now: Timestamp,
         ids: Vec<u64>,
+        /// What their ending did to the tasks waiting for them.
+        follow: Vec<Follow>,
     },
     PutQueue {
         queue: QueueName,
@@ -261,7 +296,8 @@ fn put_new_entry(buf: &mut Vec<u8>, t: &NewEntry, base: usize, spans: &mut Vec<S
         0
     };
     let group = if t.group.is_some() { ENTRY_GROUP } else { 0 };
-    codec::put_u8(buf, lease | trace | group);
+    let deps = if t.deps.is_some() { ENTRY_DEPS } else { 0 };
+    codec::put_u8(buf, lease | trace | group | deps);
     if let Some(ms) = t.lease_ms {
         codec::put_u64(buf, ms);
     }
@@ -271,6 +307,138 @@ fn put_new_entry(buf: &mut Vec<u8>, t: &NewEntry, base: usize, spans: &mut Vec<S
     if let Some(g) = &t.group {
         codec::put_str(buf, g.as_str());
     }
+    if let Some(d) = &t.deps {
+        put_new_deps(buf, d);
+    }
+}
+
+fn put_ids(buf: &mut Vec<u8>, ids: &[TaskId]) {
+    codec::put_u32(buf, ids.len() as u32);
+    for id in ids {
+        codec::put_u64(buf, id.0);
+    }
+}
+
+fn read_ids(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<TaskId>, DecodeError> {
+    let n = r.count(what, 8)?;
+    (0..n).map(|_| r.u64(what).map(TaskId)).collect()
+}
+
+/// A task's dependencies: after, waiting_on (ids), failed (u32), then the
+/// policy (0 cancel, 1 run); the same in log records and checkpoints.
+pub(crate) fn put_deps(buf: &mut Vec<u8>, d: &Dependencies) {
+    put_ids(buf, &d.after);
+    put_ids(buf, &d.waiting_on);
+    codec::put_u32(buf, d.failed);
+    codec::put_u8(buf, u8::from(d.if_parent_fails == ParentFailure::Run));
+}
+
+pub(crate) fn read_deps(r: &mut Reader<'_>) -> Result<Dependencies, DecodeError> {
+    let after = read_ids(r, "after")?;
+    let waiting_on = read_ids(r, "waiting_on")?;
+    let failed = r.u32("parents failed")?;
+    let at = r.position();
+    let if_parent_fails = match r.u8("if_parent_fails")? {
+        0 => ParentFailure::Cancel,
+        1 => ParentFailure::Run,
+        _ => {
+            return Err(DecodeError {
+                what: "if_parent_fails",
+                at,
+            })
+        }
+    };
+    let sorted = waiting_on.windows(2).all(|w| w[0] < w[1]);
+    let within = waiting_on.iter().all(|id| after.contains(id));
+    if !sorted || !within || failed as usize > after.len() - waiting_on.len() {
+        return Err(DecodeError {
+            what: "dependencies",
+            at,
+        });
+    }
+    Ok(Dependencies {
+        after,
+        waiting_on,
+        failed,
+        if_parent_fails,
+    })
+}
+
+/// A new task's dependencies, then whether it was cancelled at enqueue.
+fn put_new_deps(buf: &mut Vec<u8>, d: &NewDeps) {
+    put_deps(buf, &d.deps);
+    codec::put_u8(buf, u8::from(d.cancelled));
+}
+
+fn read_new_deps(r: &mut Reader<'_>) -> Result<NewDeps, DecodeError> {
+    let deps = read_deps(r)?;
+    let at = r.position();
+    let cancelled = match r.u8("cancelled")? {
+        0 => false,
+        1 => true,
+        _ => {
+            return Err(DecodeError {
+                what: "cancelled",
+                at,
+            })
+        }
+    };
+    Ok(NewDeps { deps, cancelled })
+}
+
+/// An ending's follow-ups, after the fields of a settle or delete record;
+/// written only when there are some, so records of tasks without
+/// dependents are what they were before dependencies existed.
+fn put_follow(buf: &mut Vec<u8>, follow: &[Follow]) {
+    if follow.is_empty() {
+        return;
+    }
+    codec::put_u32(buf, follow.len() as u32);
+    for f in follow {
+        codec::put_u64(buf, f.task);
+        codec::put_u64(buf, f.parent);
+        codec::put_u32(buf, f.failed);
+        codec::put_u8(
+            buf,
+            match f.outcome {
+                Outcome::Pending => 0,
+                Outcome::Released => 1,
+                Outcome::Cancelled => 2,
+            },
+        );
+    }
+}
+
+fn read_follow(r: &mut Reader<'_>) -> Result<Vec<Follow>, DecodeError> {
+    if r.is_empty() {
+        return Ok(Vec::new());
+    }
+    let n = r.count("follow", 21)?;
+    let mut follow = Vec::with_capacity(n);
+    for _ in 0..n {
+        let task = r.u64("follow task")?;
+        let parent = r.u64("follow parent")?;
+        let failed = r.u32("follow failed")?;
+        let at = r.position();
+        let outcome = match r.u8("follow outcome")? {
+            0 => Outcome::Pending,
+            1 => Outcome::Released,
+            2 => Outcome::Cancelled,
+            _ => {
+                return Err(DecodeError {
+                    what: "follow outcome",
+                    at,
+                })
+            }
+        };
+        follow.push(Follow {
+            task,
+            parent,
+            failed,
+            outcome,
+        });
+    }
+    Ok(follow)
 }
 
 fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry, DecodeError> {
@@ -283,7 +451,7 @@ fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry,
     let max_attempts = r.u32("max_attempts")?;
     let at = r.position();
     let tail = r.u8("lease_ms")?;
-    if tail & !(ENTRY_LEASE | ENTRY_TRACEPARENT | ENTRY_GROUP) != 0 {
+    if tail & !(ENTRY_LEASE | ENTRY_TRACEPARENT | ENTRY_GROUP | ENTRY_DEPS) != 0 {
         return Err(DecodeError {
             what: "lease_ms",
             at,
@@ -301,6 +469,10 @@ fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry,
         0 => None,
         _ => Some(read_name(r, "group", TaskGroup::new)?),
     };
+    let deps = match tail & ENTRY_DEPS {
+        0 => None,
+        _ => Some(Box::new(read_new_deps(r)?)),
+    };
     Ok(NewEntry {
         id,
         kind,
@@ -312,6 +484,7 @@ fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry,
         lease_ms,
         traceparent,
         group,
+        deps,
     })
 }
 
@@ -579,7 +752,7 @@ impl Op {
                     put_ts(buf, t.expires_at);
                 }
             }
-            Op::Settle { now, tasks } => {
+            Op::Settle { now, tasks, follow } => {
                 put_ts(buf, *now);
                 codec::put_u32(buf, tasks.len() as u32);
                 for t in tasks {
@@ -610,6 +783,7 @@ impl Op {
                         None => codec::put_u8(buf, 0),
                     }
                 }
+                put_follow(buf, follow);
             }
             Op::Extend {
                 now,
@@ -633,12 +807,13 @@ impl Op {
                 put_opt_u64(buf, patch.run_at.map(|t| t.as_millis() as u64));
                 put_opt_u64(buf, patch.priority.map(|p| p as u16 as u64));
             }
-            Op::Delete { now, ids } => {
+            Op::Delete { now, ids, follow } => {
                 put_ts(buf, *now);
                 codec::put_u32(buf, ids.len() as u32);
                 for id in ids {
                     codec::put_u64(buf, *id);
                 }
+                put_follow(buf, follow);
             }
             Op::PutQueue { queue, settings } => {
                 codec::put_str(buf, queue.as_str());
@@ -748,7 +923,8 @@ impl Op {
                         error,
                     });
                 }
-                Op::Settle { now, tasks }
+                let follow = read_follow(&mut r)?;
+                Op::Settle { now, tasks, follow }
             }
             kind::EXTEND => Op::Extend {
                 now: ts(&mut r, "now")?,
@@ -788,7 +964,8 @@ impl Op {
                 for _ in 0..n {
                     ids.push(r.u64("id")?);
                 }
-                Op::Delete { now, ids }
+                let follow = read_follow(&mut r)?;
+                Op::Delete { now, ids, follow }
             }
             kind::PUT_QUEUE => Op::PutQueue {
                 queue: read_name(&mut r, "queue", QueueName::new)?,
@@ -875,6 +1052,7 @@ mod tests {
                     message: "boom".into(),
                 }),
             }],
+            follow: Vec::new(),
         }
     }
 
@@ -932,8 +1110,59 @@ mod tests {
                 lease_ms,
                 traceparent: traceparent.map(str::to_string),
                 group: None,
+                deps: None,
             }],
         }
+    }
+
+    #[test]
+    fn dependencies_and_follow_ups_go_through_the_log() {
+        let deps = NewDeps {
+            deps: Dependencies {
+                after: vec![TaskId(4), TaskId(2)],
+                waiting_on: vec![TaskId(2)],
+                failed: 1,
+                if_parent_fails: ParentFailure::Run,
+            },
+            cancelled: false,
+        };
+        let mut op = enqueue(Some(250), Some(TRACEPARENT));
+        if let Op::Enqueue { tasks, .. } = &mut op {
+            tasks[0].group = Some(TaskGroup::new("g").unwrap());
+            tasks[0].deps = Some(Box::new(deps.clone()));
+        }
+        let mut body = Vec::new();
+        op.encode(&mut body, &mut Vec::new());
+        let t = decoded_entry(&body).unwrap();
+        assert_eq!(t.deps.as_deref(), Some(&deps));
+        assert_eq!(t.group.unwrap().as_str(), "g");
+
+        let follow = vec![Follow {
+            task: 9,
+            parent: 2,
+            failed: 1,
+            outcome: Outcome::Released,
+        }];
+        let delete = Op::Delete {
+            now: Timestamp(5),
+            ids: vec![2],
+            follow: follow.clone(),
+        };
+        let mut body = Vec::new();
+        delete.encode(&mut body, &mut Vec::new());
+        match Op::decode(kind::DELETE, &body, &mut Vec::new()).unwrap() {
+            Op::Delete { ids, follow: f, .. } => assert_eq!((ids, f), (vec![2], follow)),
+            other => panic!("decoded {other:?}"),
+        }
+        // Without follow-ups a delete is written as it always was.
+        let plain = Op::Delete {
+            now: Timestamp(5),
+            ids: vec![2],
+            follow: Vec::new(),
+        };
+        let mut plain_body = Vec::new();
+        plain.encode(&mut plain_body, &mut Vec::new());
+        assert_eq!(plain_body.len(), 8 + 4 + 8);
     }
 
     fn decoded_entry(body: &[u8]) -> Result<NewEntry, DecodeError> {
@@ -992,7 +1221,7 @@ mod tests {
         let mut body = Vec::new();
         enqueue(None, None).encode(&mut body, &mut Vec::new());
         let last = body.len() - 1;
-        body[last] = 8;
+        body[last] = 16;
         assert_eq!(decoded_entry(&body).unwrap_err().what, "lease_ms");
 
         let mut body = Vec::new();

@@ -38,7 +38,8 @@ const SEGMENT: u8 = 8;
 /// a task that has one, so other tasks read as before trace context);
 /// those and then a byte of [`TAIL_TRACEPARENT`] and [`TAIL_GROUP`] bits
 /// saying which of the two follow (written only for a task with a group,
-/// so other tasks read as before groups).
+/// so other tasks read as before groups), and [`TAIL_DEPS`] for a task's
+/// dependencies after them.
 const NO_EXTRA: u8 = 0;
 const EXTRA_UNNUMBERED: u8 = 1;
 const EXTRA: u8 = 2;
@@ -46,6 +47,7 @@ const EXTRA_TRACED: u8 = 3;
 const EXTRA_TAILED: u8 = 4;
 const TAIL_TRACEPARENT: u8 = 1;
 const TAIL_GROUP: u8 = 2;
+const TAIL_DEPS: u8 = 4;
 
 /// Writes items into chunks, defining each queue and kind once, before
 /// the first item that refers to it.
@@ -101,10 +103,10 @@ impl SnapshotEncoder {
             codec::put_u8(buf, NO_EXTRA);
             return;
         };
-        let tag = match (&x.group, &x.traceparent) {
-            (Some(_), _) => EXTRA_TAILED,
-            (None, Some(_)) => EXTRA_TRACED,
-            (None, None) => EXTRA,
+        let tag = match (x.group.is_some() || x.deps.is_some(), &x.traceparent) {
+            (true, _) => EXTRA_TAILED,
+            (false, Some(_)) => EXTRA_TRACED,
+            (false, None) => EXTRA,
         };
         codec::put_u8(buf, tag);
         ops::put_ts(buf, x.updated_at);
@@ -132,13 +134,18 @@ impl SnapshotEncoder {
             } else {
                 0
             };
-            codec::put_u8(buf, trace | TAIL_GROUP);
+            let group = if x.group.is_some() { TAIL_GROUP } else { 0 };
+            let deps = if x.deps.is_some() { TAIL_DEPS } else { 0 };
+            codec::put_u8(buf, trace | group | deps);
         }
         if let Some(tp) = &x.traceparent {
             codec::put_str(buf, tp);
         }
         if let Some(g) = &x.group {
             codec::put_str(buf, g.as_str());
+        }
+        if let Some(d) = &x.deps {
+            ops::put_deps(buf, d);
         }
     }
 
@@ -372,7 +379,7 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
         EXTRA_TAILED => {
             let tails_at = r.position();
             let tails = r.u8("extra tails")?;
-            if tails & !(TAIL_TRACEPARENT | TAIL_GROUP) != 0 {
+            if tails & !(TAIL_TRACEPARENT | TAIL_GROUP | TAIL_DEPS) != 0 {
                 return Err(DecodeError {
                     what: "extra tails",
                     at: tails_at,
@@ -390,6 +397,10 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
         0 => None,
         _ => Some(ops::read_name(r, "group", TaskGroup::new)?),
     };
+    let deps = match tails & TAIL_DEPS {
+        0 => None,
+        _ => Some(Box::new(ops::read_deps(r)?)),
+    };
     Ok(Extra {
         updated_at,
         key,
@@ -399,7 +410,7 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
         failures,
         traceparent,
         group,
-        deps: None,
+        deps,
     })
 }
 
@@ -441,6 +452,7 @@ mod tests {
                 lease_ms: None,
                 traceparent: traceparent.map(str::to_string),
                 group: group.map(|g| TaskGroup::new(g).unwrap()),
+                deps: None,
             }],
         };
         state.apply(&enqueue, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);

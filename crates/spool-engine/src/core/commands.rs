@@ -9,25 +9,39 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
+use spool_core::deps::{self, Ending, Outcome};
 use spool_core::groups::GroupStats;
 use spool_core::schedule::tick_key;
 use spool_core::task::RunAt;
 use spool_core::transition::{self, after_failure, after_lease_expiry, lease_for, LEASE_EXPIRED};
 use spool_core::{
     backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
-    QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, StoreError, TaskId,
-    TaskKey, TaskPatch, TaskRef, TaskState, Timestamp,
+    Parent, QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, StoreError,
+    TaskId, TaskKey, TaskPatch, TaskRef, TaskState, Timestamp,
 };
 
 use super::waiters::{ClaimReply, Waiter};
 use super::Core;
-use crate::ops::{Claimed, Failure, NewEntry, Next, Op, Settlement};
+use crate::ops::{Claimed, Failure, NewDeps, NewEntry, Next, Op, Settlement};
 use crate::state::TaskView;
 
 /// Tasks per settle record when many change at once.
 const SETTLE_SLICE: usize = 4096;
 /// Ids per delete record (8 bytes each: far below the record limit).
 const DELETE_SLICE: usize = 1 << 20;
+
+/// Refuses a parent named by an id this store has not assigned before the
+/// batch (`first_id` is the batch's first).
+fn check_named_parents(after: &[Parent], first_id: TaskId) -> Result<(), StoreError> {
+    let named: Vec<TaskId> = after
+        .iter()
+        .filter_map(|p| match p {
+            Parent::Task(id) => Some(*id),
+            Parent::InBatch(_) => None,
+        })
+        .collect();
+    deps::check_assigned(&named, first_id)
+}
 
 fn next_of(n: transition::Next) -> Next {
     match n {
@@ -82,10 +96,15 @@ impl Core {
                 spool_wal::MAX_RECORD_LEN
             )));
         }
-        let mut next_id = self.state.next_id;
-        let mut outcomes = Vec::with_capacity(tasks.len());
+        let first_id = self.state.next_id;
+        for t in &tasks {
+            check_named_parents(&t.after, TaskId(first_id))?;
+        }
+        let mut next_id = first_id;
+        let mut outcomes: Vec<EnqueueOutcome> = Vec::with_capacity(tasks.len());
         let mut entries = Vec::with_capacity(tasks.len());
         let mut batch_keys: HashMap<TaskKey, u64> = HashMap::new();
+        let mut cancelled_here: Vec<u64> = Vec::new();
         for t in tasks {
             let size = t.payload.len() as u64;
             if size > settings.max_payload {
@@ -113,6 +132,10 @@ impl Core {
                 RunAt::At(at) => at,
                 RunAt::After(d) => now.plus(d),
             };
+            let deps = self.new_deps(&t, &outcomes, first_id, &cancelled_here);
+            if deps.as_ref().is_some_and(|d| d.cancelled) {
+                cancelled_here.push(next_id);
+            }
             outcomes.push(EnqueueOutcome {
                 id: TaskId(next_id),
                 duplicate: false,
@@ -128,6 +151,7 @@ impl Core {
                 lease_ms: t.lease_ms,
                 traceparent: t.traceparent,
                 group: t.group,
+                deps,
             });
             next_id += 1;
         }
@@ -265,10 +289,53 @@ impl Core {
 
     fn settle_one(&mut self, s: Settlement) {
         let now = self.now();
-        self.commit(Op::Settle {
-            now,
-            tasks: vec![s],
-        });
+        self.commit_settle(now, vec![s]);
+    }
+
+    /// Commits settlements, with what those that go dead do to the tasks
+    /// waiting for them (docs/spec.md §3.2).
+    fn commit_settle(&mut self, now: Timestamp, tasks: Vec<Settlement>) {
+        let dead = tasks
+            .iter()
+            .filter(|s| s.next == Next::Dead)
+            .map(|s| (s.id, Ending::Failed));
+        let follow = self.state.follow(dead);
+        self.commit(Op::Settle { now, tasks, follow });
+    }
+
+    /// Deletes tasks that ended as `ending` (acked: completed; cancelled:
+    /// failed), with what that does to the tasks waiting for them.
+    fn commit_delete(&mut self, now: Timestamp, ids: Vec<u64>, ending: Ending) {
+        let follow = self.state.follow(ids.iter().map(|&id| (id, ending)));
+        self.commit(Op::Delete { now, ids, follow });
+    }
+
+    /// A new task's dependencies: its parents resolved (positions in the
+    /// batch to the ids `outcomes` gave them) and how each stands now.
+    /// Tasks of this batch (ids from `first_id` on) are live unless
+    /// cancelled at enqueue.
+    fn new_deps(
+        &self,
+        t: &NewTask,
+        outcomes: &[EnqueueOutcome],
+        first_id: u64,
+        cancelled_here: &[u64],
+    ) -> Option<Box<NewDeps>> {
+        let batch: Vec<TaskId> = outcomes.iter().map(|o| o.id).collect();
+        let after = deps::resolve(&t.after, &batch);
+        let (deps, outcome) = deps::at_enqueue(after, t.if_parent_fails, |p| {
+            if p.0 < first_id {
+                self.state.ending_of(p.0)
+            } else if cancelled_here.contains(&p.0) {
+                Some(Ending::Failed)
+            } else {
+                None
+            }
+        })?;
+        Some(Box::new(NewDeps {
+            deps,
+            cancelled: outcome == Outcome::Cancelled,
+        }))
     }
 
     fn view_or_missing(&self, id: u64) -> Result<TaskView, StoreError> {
@@ -293,10 +360,7 @@ impl Core {
             }),
             None => {
                 let now = self.now();
-                self.commit(Op::Delete {
-                    now,
-                    ids: vec![id.0],
-                });
+                self.commit_delete(now, vec![id.0], Ending::Completed);
             }
         }
         Ok(())
@@ -326,10 +390,7 @@ impl Core {
         // A library caller may ack millions at once: one record each slice,
         // so none outgrows the log's record limit.
         for slice in ids.chunks(DELETE_SLICE) {
-            self.commit(Op::Delete {
-                now,
-                ids: slice.to_vec(),
-            });
+            self.commit_delete(now, slice.to_vec(), Ending::Completed);
         }
         Ok(results)
     }
@@ -450,7 +511,7 @@ impl Core {
         self.refuse_if_full()?;
         let id = self.state.find(&task)?;
         let now = self.now();
-        self.commit(Op::Delete { now, ids: vec![id] });
+        self.commit_delete(now, vec![id], Ending::Failed);
         Ok(())
     }
 
@@ -519,7 +580,7 @@ impl Core {
                     error: None,
                 })
                 .collect();
-            self.commit(Op::Settle { now, tasks });
+            self.commit_settle(now, tasks);
         }
         Ok(dead.len() as u64)
     }
@@ -621,7 +682,7 @@ impl Core {
                 }
             })
             .collect();
-        self.commit(Op::Settle { now, tasks });
+        self.commit_settle(now, tasks);
     }
 
     /// Hands newly ready tasks to parked long polls, oldest waiter first.
@@ -785,6 +846,7 @@ impl Core {
             lease_ms: Some(u64::try_from(spec.deadline_at(tick).as_millis()).unwrap_or(u64::MAX)),
             traceparent: None,
             group: None,
+            deps: None,
         });
         let queue = spec.queue.clone();
         self.commit(Op::Fire {

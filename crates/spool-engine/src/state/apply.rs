@@ -31,7 +31,7 @@ impl State {
                     });
                 }
             }
-            Op::Settle { now, tasks } => {
+            Op::Settle { now, tasks, follow } => {
                 for s in tasks {
                     self.change(s.id, *now, |e, x| {
                         e.attempt = s.attempt;
@@ -48,6 +48,7 @@ impl State {
                         }
                     });
                 }
+                self.apply_follow(*now, follow);
             }
             Op::Extend {
                 now,
@@ -97,10 +98,11 @@ impl State {
                     self.pin(to);
                 }
             }
-            Op::Delete { now, ids } => {
+            Op::Delete { now, ids, follow } => {
                 for &id in ids {
                     self.remove(id, *now);
                 }
+                self.apply_follow(*now, follow);
             }
             Op::PutQueue { queue, settings } => {
                 let q = self.ensure_queue(queue, || settings.clone());
@@ -184,18 +186,32 @@ impl State {
                 flags: 0,
             };
             set_format(&mut entry, t.payload.format);
+            // Waiting, or cancelled at once: out of every claim index.
+            let cancelled = t.deps.as_ref().is_some_and(|d| d.cancelled);
+            if cancelled
+                || t.deps
+                    .as_ref()
+                    .is_some_and(|d| !d.deps.waiting_on.is_empty())
+            {
+                entry.state = TaskState::Pending;
+            }
             let plain = t.key.is_none()
                 && t.lease_ms.is_none()
                 && t.traceparent.is_none()
-                && t.group.is_none();
+                && t.group.is_none()
+                && t.deps.is_none();
             let extra = (!plain).then(|| Extra {
                 key: t.key.clone(),
                 lease_ms: t.lease_ms,
                 traceparent: t.traceparent.as_deref().map(Box::from),
                 group: t.group.clone(),
+                deps: t.deps.as_ref().map(|d| Box::new(d.deps.clone())),
                 ..Extra::new(now)
             });
             self.insert(t.id, entry, extra, now);
+            if cancelled {
+                self.remove(t.id, now);
+            }
         }
     }
 
@@ -290,6 +306,7 @@ mod tests {
                 lease_ms: None,
                 traceparent: None,
                 group: None,
+                deps: None,
             }],
         };
         state.apply(&op, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);
@@ -324,6 +341,7 @@ mod tests {
                     message: "boom".into(),
                 }),
             }],
+            follow: Vec::new(),
         }
     }
 
@@ -336,6 +354,7 @@ mod tests {
                 next: Next::Waiting(T),
                 error: None,
             }],
+            follow: Vec::new(),
         }
     }
 

@@ -12,6 +12,7 @@
 //! log keeps exactly the segments still needed.
 
 mod apply;
+mod deps;
 pub(crate) mod entry;
 mod front;
 pub(crate) mod groups;
@@ -67,6 +68,8 @@ pub(crate) struct State {
     /// Payloads per log segment (by seq) that live tasks point at: a
     /// segment with none may go, one with few is worth compacting.
     pub segments: HashMap<u64, SegmentUse>,
+    /// Each parent's tasks still waiting for it (`deps`).
+    children: HashMap<u64, Vec<u64>>,
 }
 
 impl State {
@@ -146,6 +149,9 @@ impl State {
         if let Some(key) = extra.as_ref().and_then(|x| x.key.as_ref()) {
             self.queue_mut(entry.queue()).keys.bind(key.clone(), id);
         }
+        if let Some(deps) = extra.as_ref().and_then(|x| x.deps.as_deref()) {
+            self.register_waits(id, deps);
+        }
         self.pin(entry.payload);
         self.tasks.insert(id, entry, extra);
         self.attach(id, now);
@@ -158,6 +164,9 @@ impl State {
         self.detach(id);
         let (entry, extra) = self.tasks.remove(id)?;
         self.unpin(entry.payload);
+        if let Some(deps) = extra.as_ref().and_then(|x| x.deps.as_deref()) {
+            self.unregister_waits(id, deps);
+        }
         if let Some(key) = extra.and_then(|x| x.key) {
             let queue = self.queue_mut(entry.queue());
             let until = now.plus(queue.settings.dedup_window);

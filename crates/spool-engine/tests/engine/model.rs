@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use spool_core::{
-    ClaimRequest, Clock, FailRequest, LeaseToken, ListRequest, ManualClock, NewTask, Payload,
-    QueueName, QueueSettings, Store, StoreError, Task, TaskGroup, TaskId, TaskKey, TaskRef,
-    TaskState, Timestamp,
+    ClaimRequest, Clock, FailRequest, LeaseToken, ListRequest, ManualClock, NewTask, Parent,
+    ParentFailure, Payload, QueueName, QueueSettings, Store, StoreError, Task, TaskGroup, TaskId,
+    TaskKey, TaskRef, TaskState, Timestamp,
 };
 use spool_engine::{Engine, EngineConfig};
 use spool_testkit::model::Model;
@@ -31,6 +31,12 @@ enum Action {
         delay_ms: Option<u16>,
         key: Option<u8>,
         group: Option<u8>,
+        /// Each task waits for an earlier task (picked among every id so
+        /// far, gone ones included), and for the one before it in the batch
+        /// when `chain`; `run` makes failed parents count instead of cancel.
+        after: Option<u8>,
+        chain: bool,
+        run: bool,
     },
     Claim {
         queue: u8,
@@ -71,8 +77,13 @@ enum Action {
 
 fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
-        4 => (0..2u8, 1..5u8, -2..3i8, prop::option::of(0..1500u16), prop::option::of(0..6u8), prop::option::of(0..3u8))
-            .prop_map(|(queue, count, priority, delay_ms, key, group)| Action::Enqueue { queue, count, priority, delay_ms, key, group }),
+        4 => (
+            (0..2u8, 1..5u8, -2..3i8, prop::option::of(0..1500u16), prop::option::of(0..6u8), prop::option::of(0..3u8)),
+            (prop::option::weighted(0.3, any::<u8>()), prop::bool::weighted(0.2), any::<bool>()),
+        )
+            .prop_map(|((queue, count, priority, delay_ms, key, group), (after, chain, run))| Action::Enqueue {
+                queue, count, priority, delay_ms, key, group, after, chain, run,
+            }),
         4 => (0..2u8, 1..4u8, 50..1500u16).prop_map(|(queue, max, lease_ms)| Action::Claim { queue, max, lease_ms }),
         2 => (any::<u8>(), prop::option::weighted(0.2, 0..1000u16)).prop_map(|(pick, reschedule_ms)| Action::Ack { pick, reschedule_ms }),
         2 => (any::<u8>(), prop::option::of(0..800u16), prop::bool::weighted(0.2))
@@ -108,6 +119,8 @@ struct Harness {
     /// Every lease handed out, for stale tokens: (task, engine's token,
     /// model's token).
     old_tokens: Vec<(u64, LeaseToken, LeaseToken)>,
+    /// The highest id assigned so far.
+    last_id: u64,
 }
 
 impl Harness {
@@ -172,6 +185,7 @@ impl Harness {
         assert_eq!(got.lease_ms, want.lease_ms, "lease_ms of {id}");
         assert_eq!(got.created_at, want.created_at, "created_at of {id}");
         assert_eq!(got.group, want.group, "group of {id}");
+        assert_eq!(got.deps, want.deps, "dependencies of {id}");
         let errors = |t: &Task| -> Vec<(u32, String)> {
             t.errors
                 .iter()
@@ -249,6 +263,7 @@ async fn run(actions: Vec<Action>) {
         model: Model::new(clock),
         tokens: HashMap::new(),
         old_tokens: Vec::new(),
+        last_id: 0,
     };
     h.open();
     let settings = QueueSettings {
@@ -288,7 +303,11 @@ async fn apply(h: &mut Harness, a: Action) {
             delay_ms,
             key,
             group,
+            after,
+            chain,
+            run,
         } => {
+            let last_id = h.last_id;
             let tasks: Vec<NewTask> = (0..count)
                 .map(|i| {
                     let mut t = NewTask::new(Payload::binary(vec![i; 3])).priority(priority as i16);
@@ -301,12 +320,23 @@ async fn apply(h: &mut Harness, a: Action) {
                     if let Some(g) = group {
                         t = t.group(TaskGroup::new(format!("g{}", (g + i) % 3)).unwrap());
                     }
+                    if let (Some(p), true) = (after, last_id > 0) {
+                        let parent = 1 + (u64::from(p) + u64::from(i)) % last_id;
+                        t = t.after(Parent::Task(TaskId(parent)));
+                    }
+                    if chain && i > 0 {
+                        t = t.after(Parent::InBatch(u32::from(i) - 1));
+                    }
+                    if run {
+                        t = t.if_parent_fails(ParentFailure::Run);
+                    }
                     t
                 })
                 .collect();
             let got = h.e().enqueue(&queue(q), tasks.clone()).await.unwrap();
             let want = h.model.enqueue(&queue(q), tasks).await.unwrap();
             assert_eq!(got, want, "ids and duplicates");
+            h.last_id = got.iter().map(|o| o.id.0).fold(h.last_id, u64::max);
         }
         Action::Claim {
             queue: q,

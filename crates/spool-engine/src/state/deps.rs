@@ -1,0 +1,148 @@
+//! Tasks waiting for others (docs/spec.md §3.2): who waits for whom, what
+//! a parent's ending does to them, and applying that.
+//!
+//! A pending task is in no claim index; its [`Extra`](super::Extra) holds
+//! its [`Dependencies`]. `children` maps each parent to the tasks that
+//! still wait for it: built as tasks are inserted (live, replayed or
+//! loaded from a checkpoint), trimmed as they leave. Entries may go stale
+//! (a child gone, or no longer waiting for that parent); every reader
+//! checks the child's own waits, which are the truth.
+//!
+//! An ending's consequences are worked out by the core when it commits
+//! the ending ([`State::follow`]) and logged in the same record as
+//! [`Follow`]s, so replay applies exactly them, whatever a fuzzy
+//! checkpoint held of the parent.
+
+use hashbrown::HashMap;
+use spool_core::deps::{on_parent_end, Ending, Outcome};
+use spool_core::{Dependencies, TaskId, TaskState, Timestamp};
+
+use super::State;
+use crate::ops::Follow;
+
+impl State {
+    /// How `parent` stands for a task naming it at enqueue: gone counts as
+    /// completed, dead as failed, anything else still to wait for.
+    pub(crate) fn ending_of(&self, parent: u64) -> Option<Ending> {
+        match self.tasks.get(parent) {
+            None => Some(Ending::Completed),
+            Some(e) if e.state == TaskState::Dead => Some(Ending::Failed),
+            Some(_) => None,
+        }
+    }
+
+    /// Notes that `child` waits for each of `deps.waiting_on`.
+    pub(super) fn register_waits(&mut self, child: u64, deps: &Dependencies) {
+        for p in &deps.waiting_on {
+            self.children.entry(p.0).or_default().push(child);
+        }
+    }
+
+    /// Forgets `child`'s waits: it left.
+    pub(super) fn unregister_waits(&mut self, child: u64, deps: &Dependencies) {
+        for p in &deps.waiting_on {
+            if let Some(list) = self.children.get_mut(&p.0) {
+                list.retain(|&c| c != child);
+                if list.is_empty() {
+                    self.children.remove(&p.0);
+                }
+            }
+        }
+    }
+
+    /// What these endings do to the tasks waiting for them, down every
+    /// chain a cancel starts; nothing changes until the follow-ups are
+    /// applied. Free when no task waits for anything.
+    pub(crate) fn follow(&self, endings: impl IntoIterator<Item = (u64, Ending)>) -> Vec<Follow> {
+        if self.children.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let mut seen: HashMap<u64, Dependencies> = HashMap::new();
+        let mut cancelled: Vec<u64> = Vec::new();
+        let mut queue: Vec<(u64, Ending)> = endings.into_iter().collect();
+        while let Some((parent, ending)) = queue.pop() {
+            let Some(waiting) = self.children.get(&parent) else {
+                continue;
+            };
+            for &child in waiting {
+                if cancelled.contains(&child) {
+                    continue;
+                }
+                let deps = match seen.get_mut(&child) {
+                    Some(d) => d,
+                    None => {
+                        let Some(d) = self.tasks.extra(child).and_then(|x| x.deps.as_deref())
+                        else {
+                            continue;
+                        };
+                        seen.entry(child).or_insert_with(|| d.clone())
+                    }
+                };
+                let Some(outcome) = on_parent_end(deps, TaskId(parent), ending) else {
+                    continue;
+                };
+                out.push(Follow {
+                    task: child,
+                    parent,
+                    failed: deps.failed,
+                    outcome,
+                });
+                if outcome == Outcome::Cancelled {
+                    cancelled.push(child);
+                    queue.push((child, Ending::Failed));
+                }
+            }
+        }
+        out
+    }
+
+    /// Applies an ending's follow-ups. One whose task is gone, or no longer
+    /// waits for that parent, was applied already (a replay over a
+    /// checkpoint that holds it) and changes nothing.
+    pub(super) fn apply_follow(&mut self, now: Timestamp, follow: &[Follow]) {
+        for f in follow {
+            let Some(deps) = self
+                .tasks
+                .extra_mut(f.task)
+                .and_then(|x| x.deps.as_deref_mut())
+            else {
+                continue;
+            };
+            let Ok(at) = deps.waiting_on.binary_search(&TaskId(f.parent)) else {
+                continue;
+            };
+            deps.waiting_on.remove(at);
+            deps.failed = f.failed;
+            let released = deps.waiting_on.is_empty();
+            if let Some(list) = self.children.get_mut(&f.parent) {
+                list.retain(|&c| c != f.task);
+                if list.is_empty() {
+                    self.children.remove(&f.parent);
+                }
+            }
+            match f.outcome {
+                Outcome::Cancelled => {
+                    self.remove(f.task, now);
+                }
+                Outcome::Released | Outcome::Pending if released => {
+                    self.release(f.task, now);
+                }
+                Outcome::Released | Outcome::Pending => {}
+            }
+        }
+    }
+
+    /// A pending task whose last parent ended: scheduled or ready by its
+    /// run_at.
+    fn release(&mut self, id: u64, now: Timestamp) {
+        self.detach(id);
+        if let Some(e) = self.tasks.get_mut(id) {
+            e.state = TaskState::Scheduled;
+        }
+        if let Some(x) = self.tasks.extra_mut(id) {
+            x.updated_at = now;
+        }
+        self.attach(id, now);
+    }
+}
