@@ -84,15 +84,21 @@ pub fn on_parent_end(deps: &mut Dependencies, parent: TaskId, ending: Ending) ->
     deps.waiting_on.remove(at);
     if ending == Ending::Failed {
         deps.failed += 1;
-        if deps.if_parent_fails == ParentFailure::Cancel {
-            return Some(Outcome::Cancelled);
-        }
     }
-    Some(if deps.waiting_on.is_empty() {
+    Some(outcome(ending, deps.if_parent_fails, deps.waiting_on.len()))
+}
+
+/// What a dependent becomes when one of its parents ends as `ending`,
+/// leaving `left` parents to wait for: for a store that tracks what is
+/// left without a copy of the dependencies.
+pub fn outcome(ending: Ending, policy: ParentFailure, left: usize) -> Outcome {
+    if ending == Ending::Failed && policy == ParentFailure::Cancel {
+        Outcome::Cancelled
+    } else if left == 0 {
         Outcome::Released
     } else {
         Outcome::Pending
-    })
+    }
 }
 
 /// What a new task with `after` is at enqueue, given how each parent

@@ -14,7 +14,7 @@
 //! checkpoint held of the parent.
 
 use hashbrown::HashMap;
-use spool_core::deps::{on_parent_end, Ending, Outcome};
+use spool_core::deps::{outcome, Ending, Outcome};
 use spool_core::{Dependencies, TaskId, TaskState, Timestamp};
 
 use super::State;
@@ -52,13 +52,16 @@ impl State {
 
     /// What these endings do to the tasks waiting for them, down every
     /// chain a cancel starts; nothing changes until the follow-ups are
-    /// applied. Free when no task waits for anything.
+    /// applied. Free when no task waits for anything; a task waiting for
+    /// many parents is looked up, never copied (a batch callback may wait
+    /// for 10,000).
     pub(crate) fn follow(&self, endings: impl IntoIterator<Item = (u64, Ending)>) -> Vec<Follow> {
         if self.children.is_empty() {
             return Vec::new();
         }
         let mut out = Vec::new();
-        let mut seen: HashMap<u64, Dependencies> = HashMap::new();
+        // Per task touched so far: the parents struck and its failures.
+        let mut touched: HashMap<u64, (Vec<u64>, u32)> = HashMap::new();
         let mut cancelled: Vec<u64> = Vec::new();
         let mut queue: Vec<(u64, Ending)> = endings.into_iter().collect();
         while let Some((parent, ending)) = queue.pop() {
@@ -69,23 +72,26 @@ impl State {
                 if cancelled.contains(&child) {
                     continue;
                 }
-                let deps = match seen.get_mut(&child) {
-                    Some(d) => d,
-                    None => {
-                        let Some(d) = self.tasks.extra(child).and_then(|x| x.deps.as_deref())
-                        else {
-                            continue;
-                        };
-                        seen.entry(child).or_insert_with(|| d.clone())
-                    }
-                };
-                let Some(outcome) = on_parent_end(deps, TaskId(parent), ending) else {
+                let Some(deps) = self.tasks.extra(child).and_then(|x| x.deps.as_deref()) else {
                     continue;
                 };
+                let (struck, failed) = touched
+                    .entry(child)
+                    .or_insert_with(|| (Vec::new(), deps.failed));
+                let waits = deps.waiting_on.binary_search(&TaskId(parent)).is_ok();
+                if !waits || struck.contains(&parent) {
+                    continue;
+                }
+                struck.push(parent);
+                if ending == Ending::Failed {
+                    *failed += 1;
+                }
+                let left = deps.waiting_on.len() - struck.len();
+                let outcome = outcome(ending, deps.if_parent_fails, left);
                 out.push(Follow {
                     task: child,
                     parent,
-                    failed: deps.failed,
+                    failed: *failed,
                     outcome,
                 });
                 if outcome == Outcome::Cancelled {
