@@ -19,7 +19,8 @@ use crate::config::Schema;
 const TASK_COLUMNS: &str = "t.id, t.kind, t.state, t.priority, t.run_at, t.attempt, \
     t.max_attempts, t.lease_ms, t.lease_owner, t.lease_token, t.lease_expires_at, t.key, \
     t.payload_json, t.payload, t.errors, t.created_at, t.updated_at, t.traceparent, \
-    t.grp, {schema}.now_ms() AS db_now";
+    t.grp, t.after_ids, t.waiting_on, t.parents_failed, t.if_parent_fails, t.has_dependents, \
+    {schema}.now_ms() AS db_now";
 
 /// What a list's state filter keeps: tasks *shown* in that state. Expired
 /// leases are written down before a list runs, so stored `leased` is leased.
@@ -85,12 +86,13 @@ fn with_mark_grouped(template: &str, queue_id: &str) -> String {
 const ALLOWANCE: &str = "(SELECT allowance FROM q)";
 
 /// The list filters in a fixed order: no filter, then each state.
-const LIST_FILTERS: [Option<TaskState>; 5] = [
+const LIST_FILTERS: [Option<TaskState>; 6] = [
     None,
     Some(TaskState::Scheduled),
     Some(TaskState::Ready),
     Some(TaskState::Leased),
     Some(TaskState::Dead),
+    Some(TaskState::Pending),
 ];
 
 /// The rendered statements.
@@ -136,6 +138,13 @@ pub(crate) struct Sql {
     pub(crate) expired_leases: String,
     pub(crate) expire: String,
     pub(crate) promote_due: String,
+    /// Dependencies (README.md, "Dependencies"; [`crate::deps`]).
+    pub(crate) deps_next_id: String,
+    pub(crate) deps_parents: String,
+    pub(crate) deps_wait: String,
+    pub(crate) deps_take_edges: String,
+    pub(crate) deps_lock_children: String,
+    pub(crate) deps_write: String,
     pub(crate) purge_keys: String,
     pub(crate) put_schedule: String,
     pub(crate) list_schedules: String,
@@ -247,6 +256,12 @@ impl Sql {
             expired_leases: r(include_str!("../sql/expired_leases.sql")),
             expire: r(include_str!("../sql/expire.sql")),
             promote_due: r(include_str!("../sql/promote_due.sql")),
+            deps_next_id: r(include_str!("../sql/deps_next_id.sql")),
+            deps_parents: r(include_str!("../sql/deps_parents.sql")),
+            deps_wait: r(include_str!("../sql/deps_wait.sql")),
+            deps_take_edges: r(include_str!("../sql/deps_take_edges.sql")),
+            deps_lock_children: r(include_str!("../sql/deps_lock_children.sql")),
+            deps_write: r(include_str!("../sql/deps_write.sql")),
             purge_keys: r(include_str!("../sql/purge_keys.sql")),
             put_schedule: r(include_str!("../sql/put_schedule.sql")),
             list_schedules: r(include_str!("../sql/list_schedules.sql")),
