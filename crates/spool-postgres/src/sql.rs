@@ -5,7 +5,9 @@
 //! the notification channel `{channel}` and a task's columns `{task}`;
 //! [`Sql::new`] fills them in. The steps both claim strategies share are a
 //! fragment of their own (`sql/claim_steps.sql`), put in where a template
-//! names `{claim_steps}`. The schema name is validated
+//! names `{claim_steps}`; so is the count of a rate-limit bucket's tokens
+//! (`sql/bucket_tokens.sql`, `{bucket_tokens}`), which the limited claim
+//! and the unlocked look at the bucket share. The schema name is validated
 //! ([`crate::config::Schema`]), so nothing user-supplied is ever spliced in
 //! unchecked.
 
@@ -112,6 +114,11 @@ pub(crate) struct Sql {
     /// A queue's groups with tasks waiting or leased (`Store::groups`).
     pub(crate) groups: String,
     pub(crate) lock_limited_queue: String,
+    /// `lock_limited_queue` that answers no row rather than wait for the
+    /// lock ([`crate::ops::claim_pace`]).
+    pub(crate) try_lock_limited_queue: String,
+    /// A queue's rate-limit bucket, read without its lock.
+    pub(crate) peek_bucket: String,
     pub(crate) next_due: String,
     pub(crate) ack_many: String,
     pub(crate) give_back: String,
@@ -180,6 +187,7 @@ fn per_generation(template: &str, schema: &Schema) -> [String; GENERATIONS] {
 /// Fills in a template's placeholders.
 fn render(template: &str, schema: &Schema) -> String {
     template
+        .replace("{bucket_tokens}", include_str!("../sql/bucket_tokens.sql"))
         .replace("{task}", TASK_COLUMNS)
         .replace("{schema}", &schema.ident())
         .replace("{channel}", &format!("'{}'", schema.channel()))
@@ -227,7 +235,12 @@ impl Sql {
                 ALLOWANCE,
             )),
             groups: r(include_str!("../sql/groups.sql")),
-            lock_limited_queue: r(include_str!("../sql/lock_limited_queue.sql")),
+            lock_limited_queue: r(
+                &include_str!("../sql/lock_limited_queue.sql").replace("{skip_locked}", "")
+            ),
+            try_lock_limited_queue: r(&include_str!("../sql/lock_limited_queue.sql")
+                .replace("{skip_locked}", "SKIP LOCKED")),
+            peek_bucket: r(include_str!("../sql/peek_bucket.sql")),
             next_due: r(include_str!("../sql/next_due.sql")),
             ack_many: r(include_str!("../sql/ack_many.sql")),
             give_back: r(include_str!("../sql/give_back.sql")),
@@ -325,6 +338,8 @@ mod tests {
             "{limit}",
             "{gen}",
             "{table}",
+            "{skip_locked}",
+            "{bucket_tokens}",
         ] {
             assert!(!all.contains(p), "{p} left in a statement");
         }
