@@ -109,36 +109,52 @@ impl State {
 
     /// Applies an ending's follow-ups. One whose task is gone, or no longer
     /// waits for that parent, was applied already (a replay over a
-    /// checkpoint that holds it) and changes nothing.
+    /// checkpoint that holds it) and changes nothing. A task's follow-ups
+    /// are applied together: a callback whose members end a hundred at a
+    /// time strikes them from its waits in one pass.
     pub(super) fn apply_follow(&mut self, now: Timestamp, follow: &[Follow]) {
+        let mut order: Vec<u64> = Vec::new();
+        let mut by_task: HashMap<u64, (Vec<TaskId>, u32, bool)> = HashMap::new();
         for f in follow {
-            let Some(deps) = self
-                .tasks
-                .extra_mut(f.task)
-                .and_then(|x| x.deps.as_deref_mut())
-            else {
+            let Some(deps) = self.tasks.extra(f.task).and_then(|x| x.deps.as_deref()) else {
                 continue;
             };
-            let Ok(at) = deps.waiting_on.binary_search(&TaskId(f.parent)) else {
+            if deps.waiting_on.binary_search(&TaskId(f.parent)).is_err() {
                 continue;
-            };
-            deps.waiting_on.remove(at);
-            deps.failed = f.failed;
-            let released = deps.waiting_on.is_empty();
+            }
+            let entry = by_task.entry(f.task).or_insert_with(|| {
+                order.push(f.task);
+                (Vec::new(), f.failed, false)
+            });
+            entry.0.push(TaskId(f.parent));
+            entry.1 = entry.1.max(f.failed);
+            entry.2 |= f.outcome == Outcome::Cancelled;
             if let Some(set) = self.children.get_mut(&f.parent) {
                 set.remove(&f.task);
                 if set.is_empty() {
                     self.children.remove(&f.parent);
                 }
             }
-            match f.outcome {
-                Outcome::Cancelled => {
-                    self.remove(f.task, now);
-                }
-                Outcome::Released | Outcome::Pending if released => {
-                    self.release(f.task, now);
-                }
-                Outcome::Released | Outcome::Pending => {}
+        }
+        for task in order {
+            let Some((mut struck, failed, cancelled)) = by_task.remove(&task) else {
+                continue;
+            };
+            struck.sort_unstable();
+            let Some(deps) = self
+                .tasks
+                .extra_mut(task)
+                .and_then(|x| x.deps.as_deref_mut())
+            else {
+                continue;
+            };
+            deps.waiting_on.retain(|p| struck.binary_search(p).is_err());
+            deps.failed = failed;
+            let released = deps.waiting_on.is_empty();
+            if cancelled {
+                self.remove(task, now);
+            } else if released {
+                self.release(task, now);
             }
         }
     }
