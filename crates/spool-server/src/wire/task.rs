@@ -1,8 +1,10 @@
 //! A task as JSON (docs/spec.md §7.1): every field of §2, timestamps in RFC 3339,
-//! and the lease token only in claim answers.
+//! the lease token only in claim answers, and the dependency fields only on
+//! a task that has dependencies.
 
 use serde::Serialize;
 use serde_json::value::RawValue;
+use spool_core::wire::DepsJson;
 use spool_core::{Task, TaskState};
 use utoipa::ToSchema;
 
@@ -77,6 +79,11 @@ pub(crate) struct TaskJson {
     /// The task's group in its queue; absent when it has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// `after`, `waiting_on`, `parents_failed`, `parents_completed` and
+    /// `if_parent_fails`, all absent when the task waits for nothing
+    /// (docs/spec.md §3.2): most tasks do not, and their JSON stays as it was.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub deps: Option<DepsJson>,
 }
 
 /// The lease of a leased task.
@@ -146,5 +153,6 @@ pub(crate) fn task_json(task: &Task, with_token: bool) -> Result<TaskJson, TimeE
         updated_at: rfc3339::format(task.updated_at)?,
         traceparent: task.traceparent.clone(),
         group: task.group.as_ref().map(|g| g.to_string()),
+        deps: task.deps.as_deref().map(DepsJson::from),
     })
 }
