@@ -16,16 +16,23 @@
 -- heartbeat, say) has another ctid and is not deleted: that item answers
 -- 'lease_lost', and the store runs such items again in a statement of
 -- their own (src/ops/lease.rs), which sees the change.
+--
+-- A task that pending tasks wait for (`has_dependents`, migration 11) is
+-- left alone and answers 'dependents': ending it must resolve them in the
+-- same transaction, which the store does in one of its own
+-- (src/deps/endings.rs). For every other task that costs a test of a
+-- column of the row the lookup already read.
 WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS a(id, token, ord)
 ), held AS (
     SELECT m.gen, m.ctid
     FROM input a
     CROSS JOIN LATERAL (
-        SELECT t.gen, t.ctid, t.state, t.lease_token, t.lease_expires_at
+        SELECT t.gen, t.ctid, t.state, t.lease_token, t.lease_expires_at, t.has_dependents
         FROM {schema}.tasks t WHERE t.id = a.id LIMIT 1
     ) m
     WHERE m.lease_token = a.token AND m.state = 'leased' AND m.lease_expires_at > now()
+      AND m.has_dependents IS NULL
 ), gone AS (
     DELETE FROM {schema}.tasks t
     WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM held))
@@ -41,6 +48,8 @@ WITH input AS (
 )
 SELECT CASE
            WHEN g.id IS NOT NULL THEN 'done'
+           WHEN EXISTS (SELECT 1 FROM {schema}.tasks t WHERE t.id = a.id AND t.has_dependents)
+               THEN 'dependents'
            WHEN EXISTS (SELECT 1 FROM {schema}.tasks t WHERE t.id = a.id) THEN 'lease_lost'
            ELSE 'not_found'
        END AS outcome,

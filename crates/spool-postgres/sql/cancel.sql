@@ -3,8 +3,11 @@
 -- `freed`, the queue's name when the task was leased in a queue with a
 -- max_leased, or a group_concurrency and the task a group (a slot freed
 -- there).
+-- A task that pending tasks wait for is deleted only with $2, in the
+-- transaction that resolves them (src/deps/endings.rs); without it the
+-- statement deletes nothing and the store takes that path.
 WITH gone AS (
-    DELETE FROM {schema}.tasks t WHERE t.id = $1
+    DELETE FROM {schema}.tasks t WHERE t.id = $1 AND ($2::boolean OR t.has_dependents IS NULL)
     RETURNING t.id, t.queue_id, t.key, t.state, t.grp
 ), retired AS (
     UPDATE {schema}.keys k

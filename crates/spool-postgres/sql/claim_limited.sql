@@ -7,7 +7,8 @@
 --
 -- The bucket refills continuously, rate_limit tokens per rate_period_ms,
 -- up to rate_burst, from rate_refilled_at to this statement's start (a
--- lock wait does not count twice); the tokens claimed are taken out.
+-- lock wait does not count twice; sql/bucket_tokens.sql); the tokens
+-- claimed are taken out.
 -- Live leases are counted on tasks_leased, at most max_leased rows: a
 -- lease past its expiry frees its slot at once, written down or not.
 --
@@ -26,12 +27,7 @@
 WITH RECURSIVE b AS (
     SELECT id, lease_ms, rate_limit, rate_period_ms, rate_burst, max_leased,
            group_concurrency, has_groups, group_cursor, at,
-           CASE WHEN rate_limit IS NOT NULL THEN LEAST(
-               rate_burst::double precision,
-               COALESCE(rate_tokens, rate_burst)
-                   + GREATEST(0, EXTRACT(EPOCH FROM at - rate_refilled_at)::double precision * 1000)
-                     * rate_limit / rate_period_ms)
-           END AS tokens
+           {bucket_tokens} AS tokens
     FROM {schema}.queues,
          LATERAL (SELECT date_trunc('milliseconds', statement_timestamp()) AS at) t
     WHERE name = $1 AND NOT paused

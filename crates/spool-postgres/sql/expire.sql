@@ -15,6 +15,9 @@
 -- update reaches the rows by partition (gen) and ctid: no plan depends on
 -- the table's statistics (README.md). A row changed by another transaction since has
 -- another ctid and is left alone.
+--
+-- A task that pending tasks wait for is written dead only with $6, in
+-- the transaction that resolves them (src/sweep.rs, src/deps/endings.rs).
 WITH u AS (
     SELECT *
     FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::timestamptz[], $5::jsonb[])
@@ -23,10 +26,11 @@ WITH u AS (
     SELECT m.gen, m.ctid, u.*
     FROM u
     CROSS JOIN LATERAL (
-        SELECT t.gen, t.ctid, t.state, t.lease_token, t.lease_expires_at
+        SELECT t.gen, t.ctid, t.state, t.lease_token, t.lease_expires_at, t.has_dependents
         FROM {schema}.tasks t WHERE t.id = u.id LIMIT 1
     ) m
     WHERE m.state = 'leased' AND m.lease_token = u.token
+      AND (NOT u.dead OR $6::boolean OR m.has_dependents IS NULL)
       AND m.lease_expires_at = u.at AND m.lease_expires_at <= now()
 )
 UPDATE {schema}.tasks t SET

@@ -9,7 +9,7 @@
 -- began stay in the index, and those whose lease has since run out lie at
 -- its front, where a scan from the front would walk them on every tick.
 SELECT t.id, t.attempt, t.max_attempts, t.lease_token, t.lease_expires_at, t.errors,
-       q.name AS queue
+       t.has_dependents IS NOT NULL AS has_dependents, q.name AS queue
 FROM {schema}.queues q
 CROSS JOIN LATERAL (
     SELECT * FROM {schema}.tasks t

@@ -3,6 +3,11 @@
 -- node, take turns, and each one's statement starts after the last one
 -- committed, so it sees the tokens it spent and the tasks it leased.
 --
+-- Rendered twice (src/sql.rs): waiting for the lock, and with SKIP LOCKED
+-- after FOR UPDATE, for a paced claim (src/ops/claim_pace.rs) that would
+-- rather go back to sleep than queue behind another node's claim; that
+-- one answers no row while another transaction holds the lock.
+--
 -- Answers the queue's id and whether its claims take groups into account
 -- (`grouped`: it has held grouped tasks, or has a group_concurrency). For
 -- such a queue it also makes up to 1,000 of its due scheduled tasks ready,
@@ -11,7 +16,7 @@
 WITH q AS (
     SELECT id, (group_concurrency IS NOT NULL OR has_groups) AS grouped
     FROM {schema}.queues WHERE name = $1
-    FOR UPDATE
+    FOR UPDATE {skip_locked}
 ), due AS (
     SELECT t.gen, t.ctid FROM {schema}.tasks t
     WHERE t.queue_id = (SELECT id FROM q WHERE grouped) AND t.state = 'scheduled'

@@ -1,7 +1,7 @@
 -- Moves up to $2 tasks of generation {gen}, those no other transaction
--- holds, out of it (src/rotate.rs): dead tasks and tasks scheduled more
--- than a minute ahead to the parked partition (3), the rest to generation
--- $1. Moving is an update of the partition key: PostgreSQL deletes the row
+-- holds, out of it (src/rotate.rs): dead tasks, pending ones (waiting
+-- for others, for as long as those take) and tasks scheduled more than a
+-- minute ahead to the parked partition (3), the rest to generation $1. Moving is an update of the partition key: PostgreSQL deletes the row
 -- here and inserts it there, with the same id and columns.
 --
 -- Answers how many moved, and the names of the queues with ready tasks
@@ -11,7 +11,7 @@ WITH batch AS (
     SELECT ctid FROM {schema}.tasks_g{gen} LIMIT $2 FOR UPDATE SKIP LOCKED
 ), moved AS (
     UPDATE {schema}.tasks t
-    SET gen = CASE WHEN t.state = 'dead'
+    SET gen = CASE WHEN t.state IN ('dead', 'pending')
                      OR (t.state = 'scheduled' AND t.run_at > now() + interval '1 minute')
                    THEN 3 ELSE $1::smallint END
     WHERE t.gen = {gen} AND t.ctid = ANY(ARRAY(SELECT ctid FROM batch))

@@ -10,6 +10,7 @@ WITH groups AS (
                                OR (t.state = 'scheduled' AND t.run_at <= now())) AS ready,
            count(*) FILTER (WHERE t.state = 'leased') AS leased,
            count(*) FILTER (WHERE t.state = 'dead') AS dead,
+           count(*) FILTER (WHERE t.state = 'pending') AS pending,
            floor(extract(epoch FROM min(t.run_at) FILTER (
                WHERE t.state = 'ready' OR (t.state = 'scheduled' AND t.run_at <= now())
            )) * 1000)::bigint AS oldest_ready_ms

@@ -35,6 +35,7 @@
 mod backend;
 mod config;
 mod db;
+mod deps;
 mod error;
 #[cfg(test)]
 mod expire_race;

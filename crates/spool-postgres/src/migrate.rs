@@ -73,6 +73,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "the index of dead tasks on parked tasks only",
         sql: include_str!("../migrations/0010_parked_only_indexes.sql"),
     },
+    Migration {
+        version: 11,
+        name: "dependencies between tasks",
+        sql: include_str!("../migrations/0011_dependencies.sql"),
+    },
 ];
 
 /// The latest version this build knows.

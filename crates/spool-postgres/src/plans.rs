@@ -174,7 +174,7 @@ async fn check(schema: Schema) {
         &mut client,
         &name,
         &sql.expire,
-        &[&expired, &expired, &dead, &at, &errors],
+        &[&expired, &expired, &dead, &at, &errors, &false],
     )
     .await;
     let promote = measure(&mut client, &name, &sql.promote_due, &[&BATCH]).await;

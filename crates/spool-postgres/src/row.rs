@@ -13,8 +13,8 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use spool_core::transition::{self, after_lease_expiry, push_error, LEASE_EXPIRED};
 use spool_core::{
-    ErrorRecord, Kind, Lease, Payload, PayloadFormat, QueueName, StoreError, Task, TaskGroup,
-    TaskId, TaskKey, TaskState, Timestamp,
+    Dependencies, ErrorRecord, Kind, Lease, ParentFailure, Payload, PayloadFormat, QueueName,
+    StoreError, Task, TaskGroup, TaskId, TaskKey, TaskState, Timestamp,
 };
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
@@ -69,6 +69,7 @@ enum Stored {
     Scheduled,
     Leased,
     Dead,
+    Pending,
 }
 
 impl Stored {
@@ -78,9 +79,37 @@ impl Stored {
             "scheduled" => Stored::Scheduled,
             "leased" => Stored::Leased,
             "dead" => Stored::Dead,
+            "pending" => Stored::Pending,
             other => return Err(corrupt(format!("state {other:?}"))),
         })
     }
+}
+
+/// The dependencies a row records (`after_ids` and the columns beside it),
+/// or `None` for a task that named no parents.
+fn read_deps(row: &Row) -> Result<Option<Dependencies>, StoreError> {
+    let Some(after) = get::<Option<Vec<i64>>>(row, "after_ids")? else {
+        return Ok(None);
+    };
+    let ids = |v: Vec<i64>| {
+        v.into_iter()
+            .map(|id| u64::try_from(id).map(TaskId).map_err(corrupt))
+            .collect::<Result<Vec<TaskId>, StoreError>>()
+    };
+    let policy: Option<String> = get(row, "if_parent_fails")?;
+    Ok(Some(Dependencies {
+        after: ids(after)?,
+        waiting_on: ids(get::<Option<Vec<i64>>>(row, "waiting_on")?.unwrap_or_default())?,
+        failed: count(
+            get::<Option<i32>>(row, "parents_failed")?.unwrap_or(0),
+            "parents_failed",
+        )?,
+        if_parent_fails: policy
+            .as_deref()
+            .unwrap_or("cancel")
+            .parse::<ParentFailure>()
+            .map_err(corrupt)?,
+    }))
 }
 
 /// What becomes of a task whose lease ran out at `at`: dead, or ready from
@@ -128,6 +157,11 @@ pub(crate) struct StoredTask {
     updated_at: Timestamp,
     traceparent: Option<String>,
     group: Option<TaskGroup>,
+    /// What it waits for, if it named tasks in `after` (migration 11).
+    pub(crate) deps: Option<Dependencies>,
+    /// Whether a pending task waits for this one: ending it must resolve
+    /// them (README.md, "Dependencies").
+    pub(crate) has_dependents: bool,
     /// The statement's clock.
     pub(crate) now: Timestamp,
 }
@@ -204,8 +238,22 @@ impl StoredTask {
                 .map(TaskGroup::new)
                 .transpose()
                 .map_err(corrupt)?,
+            deps: read_deps(row)?,
+            has_dependents: get::<Option<bool>>(row, "has_dependents")?.unwrap_or(false),
             now: time_col(row, "db_now")?,
         })
+    }
+
+    /// Whether the row is stored leased while every view shows it dead:
+    /// its last lease ran out and no one wrote that down yet. Whoever
+    /// writes it down ends it, and must resolve its dependents.
+    pub(crate) fn died_unrecorded(&self) -> bool {
+        self.stored == Stored::Leased
+            && self
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.expires_at <= self.now)
+            && self.attempt >= self.max_attempts
     }
 
     /// The task as every view shows it at the statement's clock.
@@ -228,7 +276,7 @@ impl StoredTask {
             updated_at: self.updated_at,
             traceparent: self.traceparent,
             group: self.group,
-            deps: None,
+            deps: self.deps.map(Box::new),
         };
         let waiting = |run_at: Timestamp| {
             if run_at <= self.now {
@@ -240,6 +288,7 @@ impl StoredTask {
         match self.stored {
             Stored::Ready | Stored::Scheduled => task.state = waiting(task.run_at),
             Stored::Dead => task.state = TaskState::Dead,
+            Stored::Pending => task.state = TaskState::Pending,
             Stored::Leased => {
                 let lease = self
                     .lease

@@ -5,7 +5,9 @@
 //! the notification channel `{channel}` and a task's columns `{task}`;
 //! [`Sql::new`] fills them in. The steps both claim strategies share are a
 //! fragment of their own (`sql/claim_steps.sql`), put in where a template
-//! names `{claim_steps}`. The schema name is validated
+//! names `{claim_steps}`; so is the count of a rate-limit bucket's tokens
+//! (`sql/bucket_tokens.sql`, `{bucket_tokens}`), which the limited claim
+//! and the unlocked look at the bucket share. The schema name is validated
 //! ([`crate::config::Schema`]), so nothing user-supplied is ever spliced in
 //! unchecked.
 
@@ -19,7 +21,8 @@ use crate::config::Schema;
 const TASK_COLUMNS: &str = "t.id, t.kind, t.state, t.priority, t.run_at, t.attempt, \
     t.max_attempts, t.lease_ms, t.lease_owner, t.lease_token, t.lease_expires_at, t.key, \
     t.payload_json, t.payload, t.errors, t.created_at, t.updated_at, t.traceparent, \
-    t.grp, {schema}.now_ms() AS db_now";
+    t.grp, t.after_ids, t.waiting_on, t.parents_failed, t.if_parent_fails, t.has_dependents, \
+    {schema}.now_ms() AS db_now";
 
 /// What a list's state filter keeps: tasks *shown* in that state. Expired
 /// leases are written down before a list runs, so stored `leased` is leased.
@@ -85,12 +88,13 @@ fn with_mark_grouped(template: &str, queue_id: &str) -> String {
 const ALLOWANCE: &str = "(SELECT allowance FROM q)";
 
 /// The list filters in a fixed order: no filter, then each state.
-const LIST_FILTERS: [Option<TaskState>; 5] = [
+const LIST_FILTERS: [Option<TaskState>; 6] = [
     None,
     Some(TaskState::Scheduled),
     Some(TaskState::Ready),
     Some(TaskState::Leased),
     Some(TaskState::Dead),
+    Some(TaskState::Pending),
 ];
 
 /// The rendered statements.
@@ -110,6 +114,11 @@ pub(crate) struct Sql {
     /// A queue's groups with tasks waiting or leased (`Store::groups`).
     pub(crate) groups: String,
     pub(crate) lock_limited_queue: String,
+    /// `lock_limited_queue` that answers no row rather than wait for the
+    /// lock ([`crate::ops::claim_pace`]).
+    pub(crate) try_lock_limited_queue: String,
+    /// A queue's rate-limit bucket, read without its lock.
+    pub(crate) peek_bucket: String,
     pub(crate) next_due: String,
     pub(crate) ack_many: String,
     pub(crate) give_back: String,
@@ -136,6 +145,13 @@ pub(crate) struct Sql {
     pub(crate) expired_leases: String,
     pub(crate) expire: String,
     pub(crate) promote_due: String,
+    /// Dependencies (README.md, "Dependencies"; [`crate::deps`]).
+    pub(crate) deps_next_id: String,
+    pub(crate) deps_parents: String,
+    pub(crate) deps_wait: String,
+    pub(crate) deps_take_edges: String,
+    pub(crate) deps_lock_children: String,
+    pub(crate) deps_write: String,
     pub(crate) purge_keys: String,
     pub(crate) put_schedule: String,
     pub(crate) list_schedules: String,
@@ -171,6 +187,7 @@ fn per_generation(template: &str, schema: &Schema) -> [String; GENERATIONS] {
 /// Fills in a template's placeholders.
 fn render(template: &str, schema: &Schema) -> String {
     template
+        .replace("{bucket_tokens}", include_str!("../sql/bucket_tokens.sql"))
         .replace("{task}", TASK_COLUMNS)
         .replace("{schema}", &schema.ident())
         .replace("{channel}", &format!("'{}'", schema.channel()))
@@ -218,7 +235,12 @@ impl Sql {
                 ALLOWANCE,
             )),
             groups: r(include_str!("../sql/groups.sql")),
-            lock_limited_queue: r(include_str!("../sql/lock_limited_queue.sql")),
+            lock_limited_queue: r(
+                &include_str!("../sql/lock_limited_queue.sql").replace("{skip_locked}", "")
+            ),
+            try_lock_limited_queue: r(&include_str!("../sql/lock_limited_queue.sql")
+                .replace("{skip_locked}", "SKIP LOCKED")),
+            peek_bucket: r(include_str!("../sql/peek_bucket.sql")),
             next_due: r(include_str!("../sql/next_due.sql")),
             ack_many: r(include_str!("../sql/ack_many.sql")),
             give_back: r(include_str!("../sql/give_back.sql")),
@@ -247,6 +269,12 @@ impl Sql {
             expired_leases: r(include_str!("../sql/expired_leases.sql")),
             expire: r(include_str!("../sql/expire.sql")),
             promote_due: r(include_str!("../sql/promote_due.sql")),
+            deps_next_id: r(include_str!("../sql/deps_next_id.sql")),
+            deps_parents: r(include_str!("../sql/deps_parents.sql")),
+            deps_wait: r(include_str!("../sql/deps_wait.sql")),
+            deps_take_edges: r(include_str!("../sql/deps_take_edges.sql")),
+            deps_lock_children: r(include_str!("../sql/deps_lock_children.sql")),
+            deps_write: r(include_str!("../sql/deps_write.sql")),
             purge_keys: r(include_str!("../sql/purge_keys.sql")),
             put_schedule: r(include_str!("../sql/put_schedule.sql")),
             list_schedules: r(include_str!("../sql/list_schedules.sql")),
@@ -310,6 +338,8 @@ mod tests {
             "{limit}",
             "{gen}",
             "{table}",
+            "{skip_locked}",
+            "{bucket_tokens}",
         ] {
             assert!(!all.contains(p), "{p} left in a statement");
         }

@@ -12,6 +12,11 @@
 //!   and wakes their queues' waiters;
 //! - now and then, forgets idempotency keys whose dedup window has passed.
 //!
+//! A last lease that ran out on a task that pending tasks wait for ends
+//! it: such a task is written down dead in a transaction of its own that
+//! resolves them ([`crate::deps::endings`]), wherever leases are written
+//! down (here, and before lists, stats, groups and retry-all).
+//!
 //! Several processes may sweep at once: expiry writes are conditional on
 //! the lease read, promotion skips rows another sweeper holds, and purging
 //! deletes what any of them may delete. When nothing is due a tick costs
@@ -27,6 +32,7 @@ use spool_core::StoreError;
 
 use crate::backend::Backend;
 use crate::db::Db;
+use crate::deps::tx::{pg, Failure};
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::row::{errors_json, read_errors, Expiry};
@@ -141,6 +147,7 @@ impl Backend {
                 let max_attempts: i32 = row.try_get("max_attempts").map_err(corrupt)?;
                 let expired_at = timestamp(row.try_get("lease_expires_at").map_err(corrupt)?);
                 Ok(ExpiredLease {
+                    has_dependents: row.try_get("has_dependents").map_err(corrupt)?,
                     id: row.try_get("id").map_err(corrupt)?,
                     token: row.try_get("lease_token").map_err(corrupt)?,
                     queue: row.try_get("queue").map_err(corrupt)?,
@@ -162,8 +169,15 @@ impl Backend {
         &self,
         expired: &[ExpiredLease],
     ) -> Result<usize, StoreError> {
+        let (ending, expired): (Vec<&ExpiredLease>, Vec<&ExpiredLease>) = expired
+            .iter()
+            .partition(|e| e.expiry.dead && e.has_dependents);
+        let mut written = 0;
+        for lease in ending {
+            written += usize::from(self.expire_resolving(lease).await?);
+        }
         if expired.is_empty() {
-            return Ok(0);
+            return Ok(written);
         }
         let ids: Vec<i64> = expired.iter().map(|e| e.id).collect();
         let tokens: Vec<i64> = expired.iter().map(|e| e.token).collect();
@@ -177,8 +191,11 @@ impl Backend {
             .map(|e| errors_json(&e.expiry.errors))
             .collect();
         let client = self.client().await?;
-        let written = client
-            .query(&self.sql.expire, &[&ids, &tokens, &dead, &at, &errors])
+        let rows = client
+            .query(
+                &self.sql.expire,
+                &[&ids, &tokens, &dead, &at, &errors, &false],
+            )
             .await
             .map_err(db)?;
         drop(client);
@@ -190,15 +207,46 @@ impl Backend {
         for queue in queues {
             self.notify(queue, Ready::Anywhere);
         }
-        Ok(written.len())
+        Ok(written + rows.len())
     }
 }
 
 /// An expired lease as read, and what its task becomes.
 #[derive(Debug)]
 pub(crate) struct ExpiredLease {
-    id: i64,
+    pub(crate) id: i64,
     token: i64,
     queue: String,
     expiry: Expiry,
+    /// Pending tasks wait for it: a dead write-down must resolve them.
+    has_dependents: bool,
+}
+
+impl ExpiredLease {
+    /// Writes this one lease down (`sql/expire.sql`); `resolving` lets a
+    /// dead write reach a task with dependents, in the transaction that
+    /// resolves them. Answers whether the lease was still the one read.
+    pub(crate) async fn write(
+        &self,
+        db_: &(impl Db + ?Sized),
+        sql: &crate::sql::Sql,
+        resolving: bool,
+    ) -> Result<bool, Failure> {
+        let at = time(self.expiry.at)?;
+        let rows = db_
+            .query(
+                &sql.expire,
+                &[
+                    &vec![self.id],
+                    &vec![self.token],
+                    &vec![self.expiry.dead],
+                    &vec![at],
+                    &vec![errors_json(&self.expiry.errors)],
+                    &resolving,
+                ],
+            )
+            .await
+            .map_err(pg)?;
+        Ok(!rows.is_empty())
+    }
 }

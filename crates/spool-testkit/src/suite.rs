@@ -152,6 +152,7 @@ macro_rules! __with_cases {
             a_batch_callback_runs_once_every_member_ended
             only_a_parents_end_releases_its_dependents
             pending_tasks_count_list_and_update
+            a_long_poll_wakes_when_a_dependent_is_released
             due_task_shows_ready_everywhere
             expired_lease_shows_ready_everywhere
             schedules_round_trip

@@ -10,7 +10,9 @@
 //! How the statement runs depends on [`ClaimStrategy`]: directly, or under
 //! the per-queue lock of [`crate::ops::claim_lock`]; for a queue with
 //! limits, as [`crate::ops::claim_limits`] says, and a waiting claim that
-//! the limits held back also wakes when they may let it in.
+//! the limits held back also wakes when they may let it in; a waiting
+//! claim on a queue with a rate limit is paced by
+//! [`crate::ops::claim_pace`], which sleeps for the bucket itself.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
@@ -73,7 +75,7 @@ impl Backend {
         req.validate()?;
         let lease_ms = req.lease.map(|l| millis("lease_ms", l)).transpose()?;
         if req.wait.is_zero() {
-            return Ok(self.claim_once(&req, lease_ms).await?.0);
+            return Ok(self.claim_once(&req, lease_ms, None).await?.0);
         }
         let deadline = Instant::now() + req.wait;
         let bell = self.wakeups.bell(req.queue.as_str());
@@ -81,7 +83,7 @@ impl Backend {
             let woken = bell.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let (tasks, recheck) = self.claim_once(&req, lease_ms).await?;
+            let (tasks, recheck) = self.claim_once(&req, lease_ms, Some(deadline)).await?;
             let now = Instant::now();
             if !tasks.is_empty() || now >= deadline {
                 if tasks.len() == req.max as usize {
@@ -106,11 +108,13 @@ impl Backend {
     /// One claim statement (a limited claim's transaction, for a queue
     /// with limits); counts what it claimed towards the next vacuum.
     /// Answers the tasks, and, when the queue's limits held the claim
-    /// back, how long until they may let it take something.
+    /// back, how long until they may let it take something. A long poll
+    /// passes its `deadline`, until which a rate limit may pace it.
     async fn claim_once(
         &self,
         req: &ClaimRequest,
         lease_ms: Option<i64>,
+        deadline: Option<Instant>,
     ) -> Result<(Vec<Task>, Option<Duration>), StoreError> {
         let max = i64::from(req.max);
         let tokens = fresh_tokens(req.max);
@@ -127,7 +131,8 @@ impl Backend {
             &floor_run_at,
         ];
         let rows = if self.limited.contains(queue) {
-            self.claim_limited(queue, params).await
+            self.claim_with_limits(queue, params, req.max, deadline)
+                .await
         } else {
             let rows = match self.config.claim {
                 ClaimStrategy::SkipLocked => match self.client().await {

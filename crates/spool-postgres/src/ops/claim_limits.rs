@@ -23,6 +23,10 @@
 //! The transaction runs again, up to [`ATTEMPTS`] times in all, when a
 //! statement met a row the rotation moved under it (as pooled statements
 //! do, [`crate::db`]): it changed nothing.
+//!
+//! A long poll on a queue with a rate limit comes here through
+//! [`crate::ops::claim_pace`], which tries the lock rather than waits for
+//! it ([`Backend::try_claim_limited`]).
 
 use std::time::Duration;
 
@@ -45,6 +49,17 @@ pub(crate) struct Limited {
     pub(crate) grouped: bool,
 }
 
+impl Limited {
+    /// A claim that took nothing and says nothing of when to look again.
+    pub(crate) fn nothing() -> Limited {
+        Limited {
+            rows: Vec::new(),
+            recheck: None,
+            grouped: false,
+        }
+    }
+}
+
 /// How many parameters the grouped claim takes: those of the claim
 /// statement before the claim floor, which it does not use.
 const GROUPED_PARAMS: usize = 5;
@@ -55,6 +70,18 @@ pub(crate) fn says_limited(rows: &[Row]) -> Result<bool, StoreError> {
         Some(row) => row
             .try_get::<_, Option<bool>>("limited")
             .map(|l| l.unwrap_or(false))
+            .map_err(corrupt),
+        None => Ok(false),
+    }
+}
+
+/// Whether a limited claim's rows say the queue has a rate limit: its
+/// `refill_ms` is NULL without one.
+fn says_rated(rows: &[Row]) -> Result<bool, StoreError> {
+    match rows.first() {
+        Some(row) => row
+            .try_get::<_, Option<i64>>("refill_ms")
+            .map(|r| r.is_some())
             .map_err(corrupt),
         None => Ok(false),
     }
@@ -79,45 +106,82 @@ fn recheck_in(rows: &[Row]) -> Result<Option<Duration>, StoreError> {
 }
 
 impl Backend {
-    /// Runs the limited claim in its transaction, again if a row moved
-    /// under it. Answers the statement's rows and when a waiting claim
-    /// should look again.
+    /// Runs the limited claim in its transaction, waiting for the queue
+    /// row's lock, again if a row moved under it. Answers the statement's
+    /// rows and when a waiting claim should look again.
     pub(crate) async fn claim_limited(
         &self,
         queue: &str,
         params: &Params<'_>,
     ) -> Result<Limited, StoreError> {
+        let lock = &self.sql.lock_limited_queue;
+        match self.claim_locked(queue, params, lock).await? {
+            Some(limited) => Ok(limited),
+            // No such queue: nothing to remember of it.
+            None => {
+                self.limited.set(queue, false, false);
+                Ok(Limited::nothing())
+            }
+        }
+    }
+
+    /// The limited claim if the queue row's lock is free now; `None`, having
+    /// changed nothing, while another transaction holds it (or the queue is
+    /// unknown).
+    pub(crate) async fn try_claim_limited(
+        &self,
+        queue: &str,
+        params: &Params<'_>,
+    ) -> Result<Option<Limited>, StoreError> {
+        let lock = &self.sql.try_lock_limited_queue;
+        self.claim_locked(queue, params, lock).await
+    }
+
+    /// The limited claim under `lock` (one of the two renderings of
+    /// `sql/lock_limited_queue.sql`); `None` when it answered no row.
+    async fn claim_locked(
+        &self,
+        queue: &str,
+        params: &Params<'_>,
+        lock: &str,
+    ) -> Result<Option<Limited>, StoreError> {
         let mut client = self.client().await?;
         let mut attempt = 1;
-        let (rows, grouped) = loop {
-            match limited_transaction(&mut client, &self.sql, queue, params).await {
+        let taken = loop {
+            match limited_transaction(&mut client, &self.sql, lock, params).await {
                 Err(e) if attempt < ATTEMPTS && moved_under_it(&e) => attempt += 1,
                 done => break done.map_err(db)?,
             }
         };
-        self.limited.set(queue, says_limited(&rows)?);
+        let Some((rows, grouped)) = taken else {
+            return Ok(None);
+        };
+        self.limited
+            .set(queue, says_limited(&rows)?, says_rated(&rows)?);
         let recheck = recheck_in(&rows)?;
-        Ok(Limited {
+        Ok(Some(Limited {
             rows,
             recheck,
             grouped,
-        })
+        }))
     }
 }
 
-/// Locks the queue's row and claims: in claim order, or the groups in turn
-/// when the lock statement says the queue has groups. Answers the claim's
-/// rows (none if the queue is gone) and which it was.
+/// Locks the queue's row with `lock` and claims: in claim order, or the
+/// groups in turn when the lock statement says the queue has groups.
+/// Answers the claim's rows (none if the queue is paused) and which it
+/// was; `None`, rolled back, if the lock statement answered no row.
 async fn limited_transaction(
     client: &mut deadpool_postgres::Client,
     sql: &Sql,
-    queue: &str,
+    lock: &str,
     params: &Params<'_>,
-) -> Result<(Vec<Row>, bool), tokio_postgres::Error> {
+) -> Result<Option<(Vec<Row>, bool)>, tokio_postgres::Error> {
     let tx = client.transaction().await?;
-    let locked = tx.query(&sql.lock_limited_queue, &[&queue]).await?;
+    let locked = tx.query(lock, &params[..1]).await?;
     let Some(row) = locked.first() else {
-        return Ok((Vec::new(), false));
+        tx.rollback().await?;
+        return Ok(None);
     };
     let grouped: bool = row.try_get("grouped")?;
     let rows = if grouped {
@@ -127,5 +191,5 @@ async fn limited_transaction(
         tx.query(&sql.claim_limited, params).await?
     };
     tx.commit().await?;
-    Ok((rows, grouped))
+    Ok(Some((rows, grouped)))
 }

@@ -4,6 +4,9 @@
 //! Update and retry lock the row, derive what it shows (an expired lease is
 //! ready or dead by then), check, and write the result back, in one
 //! transaction: rare operations, where being exact beats a round trip.
+//! A task its last lease left dead, not yet written down, ends there: if
+//! pending tasks wait for it they are resolved in the same transaction.
+//! A pending task keeps its state through an update (`sql/rewrite_task.sql`).
 
 use spool_core::{
     PayloadFormat, QueueName, StoreError, Task, TaskId, TaskPatch, TaskRef, TaskState,
@@ -12,11 +15,14 @@ use tokio_postgres::types::ToSql;
 
 use crate::backend::Backend;
 use crate::db::Db;
+use crate::deps::resolve::{resolve, Resolved};
+use crate::deps::tx::Failure;
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::row::{errors_json, StoredTask};
 use crate::values::{self, time};
 use crate::wake::CANCELS;
+use spool_core::deps::Ending;
 
 impl Backend {
     /// The id of the task `task` names, if it lives.
@@ -44,7 +50,9 @@ impl Backend {
         let tx = client.transaction().await.map_err(db)?;
         let rows = tx.query(&self.sql.lock_task, &[&id]).await.map_err(db)?;
         let row = rows.first().ok_or(StoreError::NotFound)?;
-        let current = StoredTask::from_row(row)?.view()?;
+        let stored = StoredTask::from_row(row)?;
+        let ends = stored.died_unrecorded() && stored.has_dependents;
+        let current = stored.view()?;
         if current.state == TaskState::Leased {
             return Err(StoreError::LeaseHeld);
         }
@@ -82,9 +90,27 @@ impl Backend {
             .query(&self.sql.rewrite_task, &params)
             .await
             .map_err(db)?;
+        let resolved = self.ended_here(&tx, id, ends).await?;
         tx.commit().await.map_err(db)?;
         drop(client);
+        self.announce(&resolved);
         self.rewritten(&rows).await
+    }
+
+    /// Resolves the dependents of task `id` when `ends`: its last lease ran
+    /// out and this transaction writes that down.
+    async fn ended_here(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        id: i64,
+        ends: bool,
+    ) -> Result<Resolved, StoreError> {
+        if !ends {
+            return Ok(Resolved::default());
+        }
+        resolve(tx, &self.sql, vec![(id, Ending::Failed)])
+            .await
+            .map_err(Failure::into_store)
     }
 
     pub(crate) async fn retry(&self, id: TaskId) -> Result<Task, StoreError> {
@@ -94,6 +120,7 @@ impl Backend {
         let rows = tx.query(&self.sql.lock_task, &[&id]).await.map_err(db)?;
         let row = rows.first().ok_or(StoreError::NotFound)?;
         let stored = StoredTask::from_row(row)?;
+        let ends = stored.died_unrecorded() && stored.has_dependents;
         let run_at = time(stored.now)?;
         let current = stored.view()?;
         if current.state != TaskState::Dead {
@@ -117,8 +144,10 @@ impl Backend {
             .query(&self.sql.rewrite_task, &params)
             .await
             .map_err(db)?;
+        let resolved = self.ended_here(&tx, id, ends).await?;
         tx.commit().await.map_err(db)?;
         drop(client);
+        self.announce(&resolved);
         self.rewritten(&rows).await
     }
 
@@ -135,12 +164,17 @@ impl Backend {
     pub(crate) async fn cancel(&self, task: TaskRef) -> Result<(), StoreError> {
         let id = self.resolve(&task).await?;
         let client = self.client().await?;
-        let rows = client.query(&self.sql.cancel, &[&id]).await.map_err(db)?;
+        let rows = client
+            .query(&self.sql.cancel, &[&id, &false])
+            .await
+            .map_err(db)?;
         drop(client);
         let row = rows.first().ok_or_else(|| corrupt("no count"))?;
         let deleted: i64 = row.try_get(0).map_err(corrupt)?;
         if deleted == 0 {
-            return Err(StoreError::NotFound);
+            // Gone, or pending tasks wait for it: the transaction that
+            // resolves them tells which.
+            return self.cancel_resolving(id).await;
         }
         // The holder of its lease, in any process, is waiting to hear.
         self.notify(CANCELS, Ready::Anywhere);

@@ -5,6 +5,9 @@
 //! changes only for the current holder. When the write matches nothing, a
 //! second look tells `lease_lost` (the task lives) from `not_found`.
 //! Ack is the hot path: [`Backend::ack_many`] is one statement per batch.
+//! A task that pending tasks wait for is not ended by these statements:
+//! ack and a fail to dead hand it to [`crate::deps::endings`], which ends
+//! it and resolves its dependents in one transaction.
 
 use std::time::Duration;
 
@@ -20,6 +23,88 @@ use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::row::{errors_json, StoredTask};
 use crate::values::{self, duration, millis, time};
+
+/// What the ack statement did with one item.
+#[derive(Debug, PartialEq)]
+enum Acked {
+    Done,
+    Refused(StoreError),
+    /// Pending tasks wait for it: left for a transaction that resolves them.
+    Dependents,
+}
+
+/// A failure as `sql/fail.sql` writes it, decided from the row as read.
+pub(crate) struct FailWrite {
+    pub(crate) dead: bool,
+    run_at: Option<std::time::SystemTime>,
+    errors: Vec<spool_core::ErrorRecord>,
+    /// Pending tasks wait for the task: a dead write must resolve them.
+    pub(crate) has_dependents: bool,
+}
+
+impl FailWrite {
+    /// Decides with the rules of `spool_core::transition` what a failure
+    /// of the task in `row` (`sql/get_task.sql` or `sql/lock_task.sql`)
+    /// held under `token` writes; `lease_lost` if the token does not hold.
+    pub(crate) fn decide(
+        row: &Row,
+        token: LeaseToken,
+        req: &FailRequest,
+    ) -> Result<FailWrite, StoreError> {
+        let stored = StoredTask::from_row(row)?;
+        if !stored.holds(token) {
+            return Err(StoreError::LeaseLost);
+        }
+        let base = duration(row.try_get("backoff_base_ms").map_err(corrupt)?);
+        let max = duration(row.try_get("backoff_max_ms").map_err(corrupt)?);
+        let now = stored.now;
+        let delay = backoff::delay(stored.attempt, base, max);
+        let next = after_failure(
+            stored.attempt,
+            stored.max_attempts,
+            req.discard,
+            req.retry_at,
+            now,
+            delay,
+        );
+        let (dead, run_at) = match next {
+            Next::Dead => (true, None),
+            Next::RetryAt(at) => (false, Some(time(at)?)),
+        };
+        let mut errors = stored.errors;
+        push_error(&mut errors, stored.attempt, now, &req.message);
+        Ok(FailWrite {
+            dead,
+            run_at,
+            errors,
+            has_dependents: stored.has_dependents,
+        })
+    }
+
+    /// Writes it (`sql/fail.sql`); `resolving` lets a dead write reach a
+    /// task with dependents, in the transaction that resolves them.
+    pub(crate) async fn write(
+        &self,
+        db_: &(impl Db + ?Sized),
+        sql: &crate::sql::Sql,
+        id: TaskId,
+        token: LeaseToken,
+        resolving: bool,
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        db_.query(
+            &sql.fail,
+            &[
+                &values::id(id),
+                &values::token(token),
+                &self.dead,
+                &self.run_at,
+                &errors_json(&self.errors),
+                &resolving,
+            ],
+        )
+        .await
+    }
+}
 
 /// The task a statement answered, as shown.
 fn one_task(rows: &[Row]) -> Result<Option<Task>, StoreError> {
@@ -78,23 +163,28 @@ impl Backend {
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
         let mut results = self.ack_statement(acks).await?;
         let refused: Vec<usize> = (0..results.len())
-            .filter(|&i| results[i] == Err(StoreError::LeaseLost))
+            .filter(|&i| results[i] == Acked::Refused(StoreError::LeaseLost))
             .collect();
-        if refused.is_empty() {
-            return Ok(results);
+        if !refused.is_empty() {
+            let again: Vec<(TaskId, LeaseToken)> = refused.iter().map(|&i| acks[i]).collect();
+            for (i, result) in refused.into_iter().zip(self.ack_statement(&again).await?) {
+                results[i] = result;
+            }
         }
-        let again: Vec<(TaskId, LeaseToken)> = refused.iter().map(|&i| acks[i]).collect();
-        for (i, result) in refused.into_iter().zip(self.ack_statement(&again).await?) {
-            results[i] = result;
+        let mut out = Vec::with_capacity(results.len());
+        for (result, (id, token)) in results.into_iter().zip(acks) {
+            out.push(match result {
+                Acked::Done => Ok(()),
+                Acked::Refused(e) => Err(e),
+                // Rare: ended in a transaction that resolves its dependents.
+                Acked::Dependents => self.ack_resolving(*id, *token).await,
+            });
         }
-        Ok(results)
+        Ok(out)
     }
 
     /// One statement that acks every item of `acks`.
-    async fn ack_statement(
-        &self,
-        acks: &[(TaskId, LeaseToken)],
-    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    async fn ack_statement(&self, acks: &[(TaskId, LeaseToken)]) -> Result<Vec<Acked>, StoreError> {
         if acks.is_empty() {
             return Ok(Vec::new());
         }
@@ -121,9 +211,10 @@ impl Backend {
             .map(|row| {
                 let outcome: &str = row.try_get(0).map_err(corrupt)?;
                 Ok(match outcome {
-                    "done" => Ok(()),
-                    "lease_lost" => Err(StoreError::LeaseLost),
-                    "not_found" => Err(StoreError::NotFound),
+                    "done" => Acked::Done,
+                    "dependents" => Acked::Dependents,
+                    "lease_lost" => Acked::Refused(StoreError::LeaseLost),
+                    "not_found" => Acked::Refused(StoreError::NotFound),
                     other => return Err(corrupt(format!("ack outcome {other:?}"))),
                 })
             })
@@ -189,42 +280,22 @@ impl Backend {
             .await
             .map_err(db)?;
         let row = rows.first().ok_or(StoreError::NotFound)?;
-        let stored = StoredTask::from_row(row)?;
-        if !stored.holds(token) {
-            return Err(StoreError::LeaseLost);
+        let decided = FailWrite::decide(row, token, &req)?;
+        if decided.dead && decided.has_dependents {
+            drop(client);
+            return self.fail_resolving(id, token, req).await;
         }
-        let base = duration(row.try_get("backoff_base_ms").map_err(corrupt)?);
-        let max = duration(row.try_get("backoff_max_ms").map_err(corrupt)?);
-        let now = stored.now;
-        let delay = backoff::delay(stored.attempt, base, max);
-        let next = after_failure(
-            stored.attempt,
-            stored.max_attempts,
-            req.discard,
-            req.retry_at,
-            now,
-            delay,
-        );
-        let (dead, run_at) = match next {
-            Next::Dead => (true, None),
-            Next::RetryAt(at) => (false, Some(time(at)?)),
-        };
-        let mut errors = stored.errors;
-        push_error(&mut errors, stored.attempt, now, &req.message);
-        let rows = client
-            .query(
-                &self.sql.fail,
-                &[
-                    &values::id(id),
-                    &values::token(token),
-                    &dead,
-                    &run_at,
-                    &errors_json(&errors),
-                ],
-            )
+        let rows = decided
+            .write(&client, &self.sql, id, token, false)
             .await
             .map_err(db)?;
         drop(client);
+        if rows.is_empty() && decided.dead {
+            // A task marked meanwhile (a dependent enqueued): the dead write
+            // refused it, and the transaction that resolves dependents
+            // tells what holds now.
+            return self.fail_resolving(id, token, req).await;
+        }
         self.after_write(id, &rows).await
     }
 
@@ -232,7 +303,7 @@ impl Backend {
     /// if it became ready or its lease's end freed a slot (a statement that
     /// ends leases says `frees_slot`), or tells why the write matched
     /// nothing.
-    async fn after_write(&self, id: TaskId, rows: &[Row]) -> Result<Task, StoreError> {
+    pub(crate) async fn after_write(&self, id: TaskId, rows: &[Row]) -> Result<Task, StoreError> {
         let frees_slot = match rows.first() {
             Some(row) if row.columns().iter().any(|c| c.name() == "frees_slot") => row
                 .try_get::<_, Option<bool>>("frees_slot")

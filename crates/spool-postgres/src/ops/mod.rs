@@ -4,6 +4,7 @@
 pub(crate) mod claim;
 pub(crate) mod claim_limits;
 pub(crate) mod claim_lock;
+pub(crate) mod claim_pace;
 pub(crate) mod edit;
 pub(crate) mod enqueue;
 pub(crate) mod groups;

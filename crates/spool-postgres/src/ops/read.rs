@@ -164,6 +164,9 @@ struct Group {
     ready: u64,
     leased: u64,
     dead: u64,
+    /// Absent from counts kept before the store knew dependencies.
+    #[serde(default)]
+    pending: u64,
     oldest_ready_ms: Option<i64>,
 }
 
@@ -196,7 +199,7 @@ fn stats_from(row: &tokio_postgres::Row) -> Result<Vec<QueueStats>, StoreError> 
             ready: g.ready,
             leased: g.leased,
             dead: g.dead,
-            pending: 0,
+            pending: g.pending,
         };
         for s in spool_core::TaskState::ALL {
             *stats.counts.slot(s) += counts.get(s);

@@ -10,6 +10,7 @@ mod common;
 
 mod ack_race;
 mod conformance;
+mod deps;
 mod groups;
 mod held_horizon;
 mod limits;

@@ -42,8 +42,8 @@ async fn concurrent_starters_migrate_once() {
             tokio::spawn(connect(config))
         })
         .collect();
-    // Versions 1 to 10, each applied once.
-    let every_version_once: Vec<(i32, i64)> = (1..=10).map(|v| (v, 1)).collect();
+    // Versions 1 to 11, each applied once.
+    let every_version_once: Vec<(i32, i64)> = (1..=11).map(|v| (v, 1)).collect();
     let mut stores = Vec::new();
     for s in starters {
         stores.push(s.await.expect("every starter connects"));
@@ -130,11 +130,13 @@ async fn schema_at_version_5(schema: &str) {
 /// Tasks queued on a version-5 schema (one task table, before the ring of
 /// generations) are all kept by migration 6: the ready ones are claimed
 /// after it, in claim order; the scheduled, leased and dead ones keep their
-/// state; an idempotency key still names its task.
+/// state; an idempotency key still names its task. After migration 11
+/// they have no dependencies, and a new task may wait for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
     use spool_core::{
-        ClaimRequest, NewTask, Payload, QueueName, Store, TaskId, TaskKey, TaskState,
+        ClaimRequest, NewTask, Parent, ParentFailure, Payload, QueueName, Store, TaskId, TaskKey,
+        TaskState,
     };
     let schema = fresh_schema();
     let _drop = DropSchema(schema.clone());
@@ -170,7 +172,7 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(10, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(11, 1)));
     let q = QueueName::new("kept").unwrap();
     // Migrations 8 and 9 keep the queue's settings, and give it no limits
     // and no bound on its groups.
@@ -227,4 +229,23 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
     let dead: Vec<u64> = dead.tasks.iter().map(|t| t.id.0).collect();
     assert_eq!(dead, [23]);
+
+    // Migration 11: tasks from before it name no parents, and a new task
+    // waits for the leased one and counts the dead one failed; the leased
+    // one's cancel releases it.
+    assert!(claimed.iter().all(|t| t.deps.is_none()));
+    let waits = NewTask::new(Payload::binary(vec![3]))
+        .after(Parent::Task(TaskId(22)))
+        .after(Parent::Task(TaskId(23)))
+        .if_parent_fails(ParentFailure::Run);
+    let kept_q = QueueName::new("kept").unwrap();
+    let child = new.enqueue(&kept_q, vec![waits]).await.unwrap()[0].id;
+    let pending = new.get(child.into()).await.unwrap();
+    assert_eq!(pending.state, TaskState::Pending);
+    let deps = pending.deps.unwrap();
+    assert_eq!((deps.waiting_on, deps.failed), (vec![TaskId(22)], 1));
+    new.cancel(TaskId(22).into()).await.unwrap();
+    let released = new.get(child.into()).await.unwrap();
+    assert_eq!(released.state, TaskState::Ready);
+    assert_eq!(released.deps.unwrap().failed, 2);
 }

@@ -305,3 +305,14 @@ pub async fn pending_tasks_count_list_and_update(fx: Fixture) {
     let counts = stats_of(&fx, &q).await.counts;
     assert_eq!((counts.pending, counts.scheduled), (0, 1));
 }
+
+/// A long poll on a queue whose only task is pending wakes when the
+/// parent's ack, on another queue, releases it.
+pub async fn a_long_poll_wakes_when_a_dependent_is_released(fx: Fixture) {
+    let parents = make_queue(&fx, "deps-wake-parents", quick()).await;
+    let q = make_queue(&fx, "deps-wake", quick()).await;
+    let parent = enqueue(&fx, &parents, job("parent")).await;
+    let child = enqueue(&fx, &q, after(job("child"), &[parent])).await;
+    let held = claim_id(&fx, &parents, WORKER, parent).await;
+    ack_wakes_a_held_back_claim(&fx, &q, &held, child).await;
+}

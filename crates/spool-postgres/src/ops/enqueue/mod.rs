@@ -36,6 +36,7 @@ use spool_core::{EnqueueOutcome, NewTask, QueueName, QueueSettings, StoreError, 
 
 use crate::backend::Backend;
 use crate::db::Db;
+use crate::deps::tx::{pg, retried, Failure};
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
 use crate::ops::queues::settings_params;
@@ -50,9 +51,40 @@ impl Backend {
         tasks: Vec<NewTask>,
     ) -> Result<Vec<EnqueueOutcome>, StoreError> {
         let appended = appended(&tasks);
-        let client = self.client().await?;
-        let done = enqueue_on(
-            &client,
+        let done = if names_parents(&tasks) {
+            validate_batch(&tasks)?;
+            retried(|| self.enqueue_with_deps_tx(queue, &tasks)).await?
+        } else {
+            let client = self.client().await?;
+            enqueue_on(
+                &client,
+                &self.sql,
+                self.config.strict_queues,
+                queue,
+                tasks,
+                NotifyIn::Later,
+            )
+            .await?
+        };
+        if done.outcomes.iter().any(|o| !o.duplicate) {
+            let ready = appended.map_or(Ready::Anywhere, |p| Ready::Appended((p, done.at)));
+            self.notify(queue.as_str(), ready);
+        }
+        Ok(done.outcomes)
+    }
+}
+
+impl Backend {
+    /// A batch that names parents, in a transaction of the store's own.
+    async fn enqueue_with_deps_tx(
+        &self,
+        queue: &QueueName,
+        tasks: &[NewTask],
+    ) -> Result<Enqueued, Failure> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg)?;
+        let done = crate::deps::enqueue::enqueue_with_deps(
+            &tx,
             &self.sql,
             self.config.strict_queues,
             queue,
@@ -60,11 +92,8 @@ impl Backend {
             NotifyIn::Later,
         )
         .await?;
-        if done.outcomes.iter().any(|o| !o.duplicate) {
-            let ready = appended.map_or(Ready::Anywhere, |p| Ready::Appended((p, done.at)));
-            self.notify(queue.as_str(), ready);
-        }
-        Ok(done.outcomes)
+        tx.commit().await.map_err(pg)?;
+        Ok(done)
     }
 }
 
@@ -97,7 +126,7 @@ pub(crate) enum NotifyIn {
 }
 
 /// Where each task of the batch goes.
-pub(super) enum Slot<'a> {
+pub(crate) enum Slot<'a> {
     /// Inserted (unless its key is taken), as the n-th new row.
     New(usize, Option<&'a TaskKey>),
     /// A later use of a key already used at this index of the batch.
@@ -111,16 +140,14 @@ struct Target {
     ids: Vec<i64>,
 }
 
-/// Enqueues `tasks` through `db`, atomically.
-pub(crate) async fn enqueue_on(
-    db_: &(impl Db + ?Sized),
-    sql: &Sql,
-    strict: bool,
-    queue: &QueueName,
-    tasks: Vec<NewTask>,
-    notify: NotifyIn,
-) -> Result<Enqueued, StoreError> {
-    validate_batch(&tasks)?;
+/// Whether a task of the batch names parents: such a batch takes the
+/// dependency path ([`crate::deps::enqueue`]), which needs a transaction.
+pub(crate) fn names_parents(tasks: &[NewTask]) -> bool {
+    tasks.iter().any(|t| !t.after.is_empty())
+}
+
+/// Where each task of the batch goes, and whether any has a key.
+pub(crate) fn slots(tasks: &[NewTask]) -> (Vec<Slot<'_>>, bool) {
     let mut first_use: HashMap<&TaskKey, usize> = HashMap::new();
     let mut slots = Vec::with_capacity(tasks.len());
     let mut new_rows = 0;
@@ -136,22 +163,56 @@ pub(crate) async fn enqueue_on(
             }
         }
     }
+    (slots, !first_use.is_empty())
+}
 
-    if first_use.is_empty() && notify == NotifyIn::Later {
+/// Enqueues `tasks` through `db`, atomically. A batch that names parents
+/// must come in a transaction (`db` is one: the caller's, or the store's
+/// own from [`Backend::enqueue`]).
+pub(crate) async fn enqueue_on(
+    db_: &(impl Db + ?Sized),
+    sql: &Sql,
+    strict: bool,
+    queue: &QueueName,
+    tasks: Vec<NewTask>,
+    notify: NotifyIn,
+) -> Result<Enqueued, StoreError> {
+    validate_batch(&tasks)?;
+    if names_parents(&tasks) {
+        return crate::deps::enqueue::enqueue_with_deps(db_, sql, strict, queue, &tasks, notify)
+            .await
+            .map_err(Failure::into_store);
+    }
+    let (slots, keyed) = slots(&tasks);
+    if !keyed && notify == NotifyIn::Later {
         if let [task @ NewTask { group: None, .. }] = tasks.as_slice() {
             if let Some(done) = enqueue_one(db_, sql, queue, task, &slots).await? {
                 return Ok(done);
             }
         }
     }
-    if first_use.is_empty() {
+    if !keyed {
         if let Some(out) = enqueue_keyless(db_, sql, queue, &tasks, &slots, notify).await? {
             return Ok(out);
         }
         // No such queue: the general path creates it (or refuses).
     }
-    let target = prepare(db_, sql, strict, queue, &tasks, &slots).await?;
-    let rows = Rows::build(&tasks, &slots, &target.limits, queue.as_str())?;
+    enqueue_general(db_, sql, strict, queue, &tasks, &slots, notify).await
+}
+
+/// The general path: the queue (created if need be) and ids, then keys and
+/// the insert (steps 1 and 2 above).
+pub(crate) async fn enqueue_general(
+    db_: &(impl Db + ?Sized),
+    sql: &Sql,
+    strict: bool,
+    queue: &QueueName,
+    tasks: &[NewTask],
+    slots: &[Slot<'_>],
+    notify: NotifyIn,
+) -> Result<Enqueued, StoreError> {
+    let target = prepare(db_, sql, strict, queue, tasks, slots).await?;
+    let rows = Rows::build(tasks, slots, &target.limits, queue.as_str())?;
     let queue_name = queue.as_str();
     let notify_here = notify == NotifyIn::Statement;
     let answer = db_
@@ -191,7 +252,7 @@ pub(crate) async fn enqueue_on(
     }
 
     let mut out: Vec<EnqueueOutcome> = Vec::with_capacity(tasks.len());
-    for slot in &slots {
+    for slot in slots {
         let outcome = match *slot {
             Slot::SameKeyAs(first) => EnqueueOutcome {
                 id: out
