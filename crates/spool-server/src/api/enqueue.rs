@@ -157,6 +157,16 @@ fn parse(body: &JsonBody, headers: &HeaderMap) -> Result<Vec<NewTask>, ApiError>
         }
     };
     let many = items.len() > 1;
+    if shape.tasks.is_none()
+        && items
+            .iter()
+            .any(|i| i.after_batch.as_ref().is_some_and(|p| !p.is_empty()))
+    {
+        return Err(ApiError::bad_request(
+            "after_batch names tasks of the same {\"tasks\": [...]} batch; \
+             a single task has none before it: name its parents in after",
+        ));
+    }
     let tasks = items
         .into_iter()
         .enumerate()

@@ -88,6 +88,11 @@ async fn bad_dependencies_are_400_and_create_nothing() {
     let before = s.counts().await;
     let too_many: Vec<u64> = (1..=10_001).collect();
     let too_many = json!({ "after": too_many }).to_string();
+    let single = s
+        .post("/v1/queues/bad/tasks", r#"{"after_batch":[0]}"#)
+        .await;
+    single.assert_error(400, "bad_request");
+    assert!(single.text.contains("single task"), "{}", single.text);
     for body in [
         r#"{"after_batch":[0]}"#,
         r#"{"after_batch":[-1]}"#,
