@@ -124,7 +124,8 @@ fn waiting_on(t: &Task) -> String {
     }
 }
 
-fn json(t: &Task) -> serde_json::Value {
+/// A task as JSON, for `--json` here and in `spool get`.
+pub(super) fn json(t: &Task) -> serde_json::Value {
     let errors: Vec<_> = t
         .errors
         .iter()

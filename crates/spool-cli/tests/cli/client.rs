@@ -148,6 +148,23 @@ fn a_task_enqueued_after_another_is_pending_until_it_ends() -> TestResult {
     assert_eq!(task["if_parent_fails"], "run");
     let stats: serde_json::Value = serde_json::from_str(&server.ok(&["stats", "--json"]))?;
     assert_eq!(stats["queues"][0]["counts"]["pending"], 1, "{stats}");
+    let shown = server.ok(&["get", child]);
+    for line in [
+        "state              pending".to_string(),
+        format!("waiting_on         {parent}"),
+        "if_parent_fails    run".to_string(),
+    ] {
+        assert!(shown.contains(&line), "{line:?} in {shown}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&server.ok(&["get", child, "--json"]))?;
+    assert_eq!(json["after"], serde_json::json!([parent.parse::<u64>()?]));
+    assert!(!server.ok(&["get", &parent]).contains("waiting_on"));
+    let gone = server.spool(&["get", "999999"]);
+    assert!(
+        text(&gone.stderr).contains("task 999999 does not exist"),
+        "{}",
+        text(&gone.stderr)
+    );
 
     for bad in [
         &["enqueue", "etl", "--after", "x"][..],
@@ -414,8 +431,9 @@ fn tasks_are_enqueued_in_groups_and_the_groups_listed() -> TestResult {
 
 #[test]
 fn every_client_command_explains_itself() {
-    let commands: [&[&str]; 11] = [
+    let commands: [&[&str]; 12] = [
         &["enqueue"],
+        &["get"],
         &["queue"],
         &["groups"],
         &["stats"],
