@@ -29,6 +29,9 @@ use crate::state::TaskView;
 const SETTLE_SLICE: usize = 4096;
 /// Ids per delete record (8 bytes each: far below the record limit).
 const DELETE_SLICE: usize = 1 << 20;
+/// Most pending tasks that may wait for one task: what its ending does to
+/// them goes in the one log record that ends it (21 bytes each).
+const MAX_WAITING: usize = 100_000;
 
 /// Refuses a parent named by an id this store has not assigned before the
 /// batch (`first_id` is the batch's first).
@@ -73,7 +76,8 @@ impl Core {
         let settings = q.map_or(&defaults, |q| &self.state.queue(q).settings);
         // What the record will take: per task its payload, key and kind
         // (the queue's name when it has none) plus the fixed fields (44
-        // bytes, rounded up), and the record's own header and queue name.
+        // bytes, rounded up) and its parents (each at most twice: named,
+        // and still awaited), and the record's own header and queue name.
         let encoded: usize = tasks
             .iter()
             .map(|t| {
@@ -83,6 +87,7 @@ impl Core {
                         .as_ref()
                         .map_or(queue.as_str().len(), |k| k.as_str().len())
                     + 64
+                    + 16 * t.after.len()
             })
             .sum::<usize>()
             + 256
@@ -105,6 +110,8 @@ impl Core {
         let mut entries = Vec::with_capacity(tasks.len());
         let mut batch_keys: HashMap<TaskKey, u64> = HashMap::new();
         let mut cancelled_here: Vec<u64> = Vec::new();
+        // Each position's id so far, for parents named by position.
+        let mut batch_ids: Vec<TaskId> = Vec::with_capacity(tasks.len());
         for t in tasks {
             let size = t.payload.len() as u64;
             if size > settings.max_payload {
@@ -123,6 +130,7 @@ impl Core {
                         id: TaskId(id),
                         duplicate: true,
                     });
+                    batch_ids.push(TaskId(id));
                     continue;
                 }
                 batch_keys.insert(key.clone(), next_id);
@@ -132,7 +140,7 @@ impl Core {
                 RunAt::At(at) => at,
                 RunAt::After(d) => now.plus(d),
             };
-            let deps = self.new_deps(&t, &outcomes, first_id, &cancelled_here);
+            let deps = self.new_deps(&t, &batch_ids, first_id, &cancelled_here)?;
             if deps.as_ref().is_some_and(|d| d.cancelled) {
                 cancelled_here.push(next_id);
             }
@@ -140,6 +148,7 @@ impl Core {
                 id: TaskId(next_id),
                 duplicate: false,
             });
+            batch_ids.push(TaskId(next_id));
             entries.push(NewEntry {
                 id: next_id,
                 kind: t.kind.unwrap_or_else(|| Kind::from(queue)),
@@ -311,19 +320,30 @@ impl Core {
     }
 
     /// A new task's dependencies: its parents resolved (positions in the
-    /// batch to the ids `outcomes` gave them) and how each stands now.
+    /// batch to the ids `batch` holds for them) and how each stands now.
     /// Tasks of this batch (ids from `first_id` on) are live unless
-    /// cancelled at enqueue.
+    /// cancelled at enqueue. Refuses a parent that as many tasks as one
+    /// may have wait for it already do ([`MAX_WAITING`]).
     fn new_deps(
         &self,
         t: &NewTask,
-        outcomes: &[EnqueueOutcome],
+        batch: &[TaskId],
         first_id: u64,
         cancelled_here: &[u64],
-    ) -> Option<Box<NewDeps>> {
-        let batch: Vec<TaskId> = outcomes.iter().map(|o| o.id).collect();
-        let after = deps::resolve(&t.after, &batch);
-        let (deps, outcome) = deps::at_enqueue(after, t.if_parent_fails, |p| {
+    ) -> Result<Option<Box<NewDeps>>, StoreError> {
+        if t.after.is_empty() {
+            return Ok(None);
+        }
+        let after = deps::resolve(&t.after, batch);
+        if let Some(p) = after
+            .iter()
+            .find(|p| self.state.waiting_for(p.0) >= MAX_WAITING)
+        {
+            return Err(StoreError::bad_request(format!(
+                "{MAX_WAITING} tasks wait for task {p} already, the most one may have"
+            )));
+        }
+        let settled = deps::at_enqueue(after, t.if_parent_fails, |p| {
             if p.0 < first_id {
                 self.state.ending_of(p.0)
             } else if cancelled_here.contains(&p.0) {
@@ -331,10 +351,12 @@ impl Core {
             } else {
                 None
             }
-        })?;
-        Some(Box::new(NewDeps {
-            deps,
-            cancelled: outcome == Outcome::Cancelled,
+        });
+        Ok(settled.map(|(deps, outcome)| {
+            Box::new(NewDeps {
+                deps,
+                cancelled: outcome == Outcome::Cancelled,
+            })
         }))
     }
 

@@ -4,16 +4,15 @@
 //! A pending task is in no claim index; its [`Extra`](super::Extra) holds
 //! its [`Dependencies`]. `children` maps each parent to the tasks that
 //! still wait for it: built as tasks are inserted (live, replayed or
-//! loaded from a checkpoint), trimmed as they leave. Entries may go stale
-//! (a child gone, or no longer waiting for that parent); every reader
-//! checks the child's own waits, which are the truth.
+//! loaded from a checkpoint), trimmed as they leave or stop waiting; every
+//! reader still checks the child's own waits, which are the truth.
 //!
 //! An ending's consequences are worked out by the core when it commits
 //! the ending ([`State::follow`]) and logged in the same record as
 //! [`Follow`]s, so replay applies exactly them, whatever a fuzzy
 //! checkpoint held of the parent.
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use spool_core::deps::{outcome, Ending, Outcome};
 use spool_core::{Dependencies, TaskId, TaskState, Timestamp};
 
@@ -31,19 +30,24 @@ impl State {
         }
     }
 
+    /// How many tasks wait for `parent`.
+    pub(crate) fn waiting_for(&self, parent: u64) -> usize {
+        self.children.get(&parent).map_or(0, HashSet::len)
+    }
+
     /// Notes that `child` waits for each of `deps.waiting_on`.
     pub(super) fn register_waits(&mut self, child: u64, deps: &Dependencies) {
         for p in &deps.waiting_on {
-            self.children.entry(p.0).or_default().push(child);
+            self.children.entry(p.0).or_default().insert(child);
         }
     }
 
     /// Forgets `child`'s waits: it left.
     pub(super) fn unregister_waits(&mut self, child: u64, deps: &Dependencies) {
         for p in &deps.waiting_on {
-            if let Some(list) = self.children.get_mut(&p.0) {
-                list.retain(|&c| c != child);
-                if list.is_empty() {
+            if let Some(set) = self.children.get_mut(&p.0) {
+                set.remove(&child);
+                if set.is_empty() {
                     self.children.remove(&p.0);
                 }
             }
@@ -121,9 +125,9 @@ impl State {
             deps.waiting_on.remove(at);
             deps.failed = f.failed;
             let released = deps.waiting_on.is_empty();
-            if let Some(list) = self.children.get_mut(&f.parent) {
-                list.retain(|&c| c != f.task);
-                if list.is_empty() {
+            if let Some(set) = self.children.get_mut(&f.parent) {
+                set.remove(&f.task);
+                if set.is_empty() {
                     self.children.remove(&f.parent);
                 }
             }

@@ -69,7 +69,7 @@ pub(crate) struct State {
     /// segment with none may go, one with few is worth compacting.
     pub segments: HashMap<u64, SegmentUse>,
     /// Each parent's tasks still waiting for it (`deps`).
-    children: HashMap<u64, Vec<u64>>,
+    children: HashMap<u64, hashbrown::HashSet<u64>>,
 }
 
 impl State {

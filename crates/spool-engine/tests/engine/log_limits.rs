@@ -94,3 +94,38 @@ async fn retrying_millions_of_dead_tasks_does_not_stop_the_engine() {
     let counts = stats.iter().find(|s| s.name == q()).unwrap().counts;
     assert_eq!(counts.dead, 0);
 }
+
+/// What a task's ending does to the tasks waiting for it goes in the
+/// record that ends it, so the number waiting for one task is bounded:
+/// past it an enqueue is refused, and the parent's ending (releasing all
+/// of them in one record) still writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_waited_for_by_the_most_tasks_still_ends() {
+    use spool_core::Parent;
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(EngineConfig::new(dir.path())).unwrap();
+    let parent = engine
+        .enqueue(&q(), vec![NewTask::new(Payload::binary(vec![1]))])
+        .await
+        .unwrap()[0]
+        .id;
+    let child = || NewTask::new(Payload::binary(vec![2])).after(Parent::Task(parent));
+    let batch = spool_core::store::MAX_BATCH;
+    for _ in 0..100_000 / batch {
+        engine.enqueue(&q(), vec![child(); batch]).await.unwrap();
+    }
+    let refused = engine.enqueue(&q(), vec![child()]).await.unwrap_err();
+    assert_eq!(refused.code(), "bad_request", "{refused}");
+    let t = engine
+        .claim(ClaimRequest::new(q(), "w"))
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(t.id, parent);
+    let token = t.lease.unwrap().token;
+    engine.ack(parent, token, None).await.unwrap();
+    still_writes(&engine).await;
+    let stats = engine.stats().await.unwrap();
+    assert_eq!(stats[0].counts.ready, 100_001, "every child released");
+    assert_eq!(stats[0].counts.pending, 0);
+}
