@@ -216,3 +216,31 @@ def test_group_concurrency_is_set_kept_and_removed(client: Client, queue: str) -
     with pytest.raises(BadRequest):
         client.put_queue(queue, group_concurrency=0)
     assert client.put_queue(queue, group_concurrency=None).group_concurrency is None
+
+
+def test_a_dependent_is_pending_until_its_parent_is_acked(client: Client, queue: str) -> None:
+    parent = client.enqueue(queue, {"step": 1})
+    child = client.enqueue(queue, {"step": 2}, after=[parent.id], if_parent_fails="run")
+    waiting = client.get(child.id)
+    assert waiting.state == "pending"
+    assert waiting.deps is not None
+    assert waiting.deps.after == [parent.id] and waiting.deps.waiting_on == [parent.id]
+    assert waiting.deps.if_parent_fails == "run"
+    assert client.get(parent.id).deps is None
+    [stats] = [s for s in client.stats() if s.name == queue]
+    assert stats.counts.pending == 1 and stats.counts.ready == 1
+
+    [task] = claim_one(client, queue)
+    assert task.id == parent.id and task.lease is not None and task.lease.token
+    client.ack(task.id, task.lease.token)
+    released = client.get(child.id)
+    assert released.state == "ready"
+    assert released.deps is not None and released.deps.parents_completed == 1
+
+    batch = client.enqueue_many(queue, [TaskSpec({"n": 1}), TaskSpec({"n": 2}, after_batch=[0])])
+    second = client.get(batch[1].id).deps
+    assert second is not None and second.after == [batch[0].id]
+    with pytest.raises(BadRequest):
+        client.enqueue_many(queue, [TaskSpec({}, after_batch=[1]), TaskSpec({})])
+    with pytest.raises(BadRequest):
+        client.enqueue(queue, if_parent_fails="maybe")

@@ -5,7 +5,7 @@
  * enqueued with that idempotency key. Durations are milliseconds (`...Ms`),
  * times are `Date`s. Every error answer throws the class of its stable code.
  */
-import { type Enqueued, type Payload, type QueueSettings, type QueueStats, type Schedule, type Task, type TaskPage, type TaskState, type Wire } from "./models.js";
+import { type Enqueued, type ParentFailure, type Payload, type QueueSettings, type QueueStats, type Schedule, type Task, type TaskPage, type TaskState, type Wire } from "./models.js";
 export declare const DEFAULT_URL = "http://127.0.0.1:7700";
 export interface ClientOptions {
     /** Default `http://127.0.0.1:7700`. */
@@ -37,10 +37,25 @@ export interface TaskOptions {
      * caps each group's tasks leased at once.
      */
     group?: string;
+    /**
+     * Ids of tasks (in any queue) this one waits for: it is `pending` until
+     * each has ended (completed, dead or cancelled).
+     */
+    after?: number[];
+    /**
+     * What a parent ending dead or cancelled does: `cancel` (the default)
+     * cancels this task too; `run` runs it once every parent has ended.
+     */
+    ifParentFails?: ParentFailure;
 }
 /** One task of a batch for `enqueueMany`. */
 export interface TaskSpec extends TaskOptions {
     payload?: Payload;
+    /**
+     * Positions in the same batch of tasks this one waits for, each before
+     * its own: a workflow created whole or not at all.
+     */
+    afterBatch?: number[];
 }
 export interface ClaimOptions {
     max?: number;

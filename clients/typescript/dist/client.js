@@ -31,6 +31,9 @@ function taskBody(spec) {
         lease_ms: spec.leaseMs,
         traceparent: spec.traceparent,
         group: spec.group,
+        after: spec.after?.length ? spec.after : undefined,
+        after_batch: spec.afterBatch?.length ? spec.afterBatch : undefined,
+        if_parent_fails: spec.ifParentFails,
     });
 }
 function withTimeout(ms, signal) {

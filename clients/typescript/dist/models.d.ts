@@ -26,7 +26,22 @@ export interface TaskError {
     at: Date;
     message: string;
 }
-export type TaskState = "scheduled" | "ready" | "leased" | "dead";
+/** `pending`: waits for the tasks named in its `after` to end. */
+export type TaskState = "scheduled" | "ready" | "leased" | "dead" | "pending";
+/** What `ifParentFails` may say: cancel the task too (the default), or run it anyway. */
+export type ParentFailure = "cancel" | "run";
+/** The tasks a task waits for and how they ended so far. */
+export interface Dependencies {
+    /** The ids named at enqueue, each once, in the order named. */
+    after: number[];
+    /** Those that have not ended yet, ascending: the task is `pending` while any is left. */
+    waitingOn: number[];
+    /** How many ended dead or cancelled. */
+    parentsFailed: number;
+    /** How many ended completed: what a batch's callback reads. */
+    parentsCompleted: number;
+    ifParentFails: ParentFailure;
+}
 export interface Task {
     id: number;
     queue: string;
@@ -47,12 +62,16 @@ export interface Task {
     traceparent: string | null;
     /** The task's group in its queue, if any. */
     group: string | null;
+    /** What the task waits for, when it was enqueued with `after`. */
+    deps: Dependencies | null;
 }
 export interface Counts {
     scheduled: number;
     ready: number;
     leased: number;
     dead: number;
+    /** Tasks waiting for others to end. */
+    pending: number;
 }
 export interface QueueStats {
     name: string;

@@ -55,14 +55,32 @@ export function taskOf(obj) {
         updatedAt: time(obj.updated_at),
         traceparent: obj.traceparent ?? null,
         group: obj.group ?? null,
+        deps: depsOf(obj),
     };
 }
+/** A task's dependency fields; `null` for a task that waits for nothing. */
+function depsOf(obj) {
+    if (obj.after === undefined)
+        return null;
+    return {
+        after: obj.after,
+        waitingOn: obj.waiting_on,
+        parentsFailed: obj.parents_failed,
+        parentsCompleted: obj.parents_completed,
+        ifParentFails: obj.if_parent_fails,
+    };
+}
+/** Servers older than dependencies send no `pending`: none then. */
+function countsOf(obj) {
+    return { ...obj, pending: obj.pending ?? 0 };
+}
 export function statsOf(obj) {
+    const kinds = (obj.kinds ?? {});
     return {
         name: obj.name,
         paused: obj.paused,
-        counts: obj.counts,
-        kinds: obj.kinds ?? {},
+        counts: countsOf(obj.counts),
+        kinds: Object.fromEntries(Object.entries(kinds).map(([k, c]) => [k, countsOf(c)])),
         oldestReadyAgeMs: obj.oldest_ready_age_ms ?? null,
     };
 }

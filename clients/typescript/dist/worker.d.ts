@@ -27,7 +27,7 @@
  * grace period.
  */
 import type { Client } from "./client.js";
-import type { Payload, Task } from "./models.js";
+import type { Dependencies, Payload, Task } from "./models.js";
 /** What a handler sees: its task, its deadline and a cancellation signal. */
 export interface TaskContext {
     readonly task: Task;
@@ -37,6 +37,8 @@ export interface TaskContext {
     readonly key: string | null;
     /** The group the task was enqueued in, if any. */
     readonly group: string | null;
+    /** The tasks it waited for and how they ended (a batch callback's counts), if any. */
+    readonly deps: Dependencies | null;
     /** 1 on the first run, 2 on the first retry, and so on. */
     readonly attempt: number;
     readonly maxAttempts: number;

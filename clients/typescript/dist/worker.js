@@ -350,6 +350,7 @@ export class Worker {
             kind: task.kind,
             key: task.key,
             group: task.group,
+            deps: task.deps,
             attempt: task.attempt,
             maxAttempts: task.maxAttempts,
             payload: task.payload,

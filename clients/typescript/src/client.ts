@@ -9,6 +9,7 @@
 import { ConnectionFailed, errorFor } from "./errors.js";
 import {
   type Enqueued,
+  type ParentFailure,
   type Payload,
   type QueueSettings,
   type QueueStats,
@@ -56,11 +57,26 @@ export interface TaskOptions {
    * caps each group's tasks leased at once.
    */
   group?: string;
+  /**
+   * Ids of tasks (in any queue) this one waits for: it is `pending` until
+   * each has ended (completed, dead or cancelled).
+   */
+  after?: number[];
+  /**
+   * What a parent ending dead or cancelled does: `cancel` (the default)
+   * cancels this task too; `run` runs it once every parent has ended.
+   */
+  ifParentFails?: ParentFailure;
 }
 
 /** One task of a batch for `enqueueMany`. */
 export interface TaskSpec extends TaskOptions {
   payload?: Payload;
+  /**
+   * Positions in the same batch of tasks this one waits for, each before
+   * its own: a workflow created whole or not at all.
+   */
+  afterBatch?: number[];
 }
 
 export interface ClaimOptions {
@@ -123,6 +139,9 @@ function taskBody(spec: TaskSpec): Record<string, unknown> {
     lease_ms: spec.leaseMs,
     traceparent: spec.traceparent,
     group: spec.group,
+    after: spec.after?.length ? spec.after : undefined,
+    after_batch: spec.afterBatch?.length ? spec.afterBatch : undefined,
+    if_parent_fails: spec.ifParentFails,
   });
 }
 

@@ -12,9 +12,11 @@ export * from "./client.js";
 export * from "./errors.js";
 export type {
   Counts,
+  Dependencies,
   Enqueued,
   Json,
   Lease,
+  ParentFailure,
   Payload,
   QueueSettings,
   QueueStats,

@@ -29,7 +29,24 @@ export interface TaskError {
   message: string;
 }
 
-export type TaskState = "scheduled" | "ready" | "leased" | "dead";
+/** `pending`: waits for the tasks named in its `after` to end. */
+export type TaskState = "scheduled" | "ready" | "leased" | "dead" | "pending";
+
+/** What `ifParentFails` may say: cancel the task too (the default), or run it anyway. */
+export type ParentFailure = "cancel" | "run";
+
+/** The tasks a task waits for and how they ended so far. */
+export interface Dependencies {
+  /** The ids named at enqueue, each once, in the order named. */
+  after: number[];
+  /** Those that have not ended yet, ascending: the task is `pending` while any is left. */
+  waitingOn: number[];
+  /** How many ended dead or cancelled. */
+  parentsFailed: number;
+  /** How many ended completed: what a batch's callback reads. */
+  parentsCompleted: number;
+  ifParentFails: ParentFailure;
+}
 
 export interface Task {
   id: number;
@@ -51,6 +68,8 @@ export interface Task {
   traceparent: string | null;
   /** The task's group in its queue, if any. */
   group: string | null;
+  /** What the task waits for, when it was enqueued with `after`. */
+  deps: Dependencies | null;
 }
 
 export interface Counts {
@@ -58,6 +77,8 @@ export interface Counts {
   ready: number;
   leased: number;
   dead: number;
+  /** Tasks waiting for others to end. */
+  pending: number;
 }
 
 export interface QueueStats {
@@ -156,15 +177,34 @@ export function taskOf(obj: Wire): Task {
     updatedAt: time(obj.updated_at),
     traceparent: obj.traceparent ?? null,
     group: obj.group ?? null,
+    deps: depsOf(obj),
   };
 }
 
+/** A task's dependency fields; `null` for a task that waits for nothing. */
+function depsOf(obj: Wire): Dependencies | null {
+  if (obj.after === undefined) return null;
+  return {
+    after: obj.after,
+    waitingOn: obj.waiting_on,
+    parentsFailed: obj.parents_failed,
+    parentsCompleted: obj.parents_completed,
+    ifParentFails: obj.if_parent_fails,
+  };
+}
+
+/** Servers older than dependencies send no `pending`: none then. */
+function countsOf(obj: Wire): Counts {
+  return { ...obj, pending: obj.pending ?? 0 } as Counts;
+}
+
 export function statsOf(obj: Wire): QueueStats {
+  const kinds = (obj.kinds ?? {}) as Record<string, Wire>;
   return {
     name: obj.name,
     paused: obj.paused,
-    counts: obj.counts,
-    kinds: obj.kinds ?? {},
+    counts: countsOf(obj.counts),
+    kinds: Object.fromEntries(Object.entries(kinds).map(([k, c]) => [k, countsOf(c)])),
     oldestReadyAgeMs: obj.oldest_ready_age_ms ?? null,
   };
 }

@@ -33,7 +33,7 @@ import { debuglog } from "node:util";
 
 import type { Client } from "./client.js";
 import { LeaseLost, NotFound, SpoolError } from "./errors.js";
-import type { Payload, Task } from "./models.js";
+import type { Dependencies, Payload, Task } from "./models.js";
 import { DeadlineExceeded, Discard, Retry, Snooze, TaskCancelled, type When } from "./outcomes.js";
 
 /** What a handler sees: its task, its deadline and a cancellation signal. */
@@ -45,6 +45,8 @@ export interface TaskContext {
   readonly key: string | null;
   /** The group the task was enqueued in, if any. */
   readonly group: string | null;
+  /** The tasks it waited for and how they ended (a batch callback's counts), if any. */
+  readonly deps: Dependencies | null;
   /** 1 on the first run, 2 on the first retry, and so on. */
   readonly attempt: number;
   readonly maxAttempts: number;
@@ -434,6 +436,7 @@ export class Worker {
       kind: task.kind,
       key: task.key,
       group: task.group,
+      deps: task.deps,
       attempt: task.attempt,
       maxAttempts: task.maxAttempts,
       payload: task.payload,

@@ -35,6 +35,35 @@ for (const store of STORES) {
       await assert.rejects(env.client.enqueue(q, null, { traceparent: "00-nope-01" }), BadRequest);
     });
 
+    it("holds a dependent pending until its parent is acked", async () => {
+      const q = freshQueue();
+      const parent = await env.client.enqueue(q, { step: 1 });
+      const child = await env.client.enqueue(q, { step: 2 }, { after: [parent.id], ifParentFails: "run" });
+      const waiting = await env.client.get(child.id);
+      assert.equal(waiting.state, "pending");
+      assert.deepEqual(waiting.deps, {
+        after: [parent.id],
+        waitingOn: [parent.id],
+        parentsFailed: 0,
+        parentsCompleted: 0,
+        ifParentFails: "run",
+      });
+      assert.equal((await env.client.get(parent.id)).deps, null);
+      const stats = (await env.client.stats()).find((s) => s.name === q);
+      assert.equal(stats?.counts.pending, 1);
+
+      const [task] = await env.client.claim(q, "t", { max: 10 });
+      assert.equal(task?.id, parent.id);
+      await env.client.ack(parent.id, task?.lease?.token ?? "");
+      const released = await env.client.get(child.id);
+      assert.equal(released.state, "ready");
+      assert.equal(released.deps?.parentsCompleted, 1);
+
+      const batch = await env.client.enqueueMany(q, [{ payload: 1 }, { payload: 2, afterBatch: [0] }]);
+      assert.deepEqual((await env.client.get(batch[1]!.id)).deps?.after, [batch[0]!.id]);
+      await assert.rejects(env.client.enqueueMany(q, [{ afterBatch: [1] }, {}]), BadRequest);
+    });
+
     it("keeps a task's group and refuses a malformed one", async () => {
       const q = freshQueue();
       const grouped = await env.client.enqueue(q, { n: 1 }, { group: "customer 42 ü" });

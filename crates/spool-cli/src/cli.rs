@@ -3,7 +3,7 @@
 //! Every command's own options live next to its code (`serve::ServeArgs`,
 //! `check::CheckArgs`, `bench::BenchArgs`); doc comments here and there are
 //! the `--help` text, which is meant to be the only documentation a new user
-//! needs. The client commands of docs/spec.md §8 (enqueue, stats, tasks, retry,
+//! needs. The client commands of docs/spec.md §8 (enqueue, get, stats, tasks, retry,
 //! pause/resume, queue, groups, schedule) talk to a running server; their modules are
 //! under `client`.
 
@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use crate::bench::{self, BenchArgs};
 use crate::check::{self, CheckArgs};
 use crate::client::enqueue::{self, EnqueueArgs};
+use crate::client::get::{self, GetArgs};
 use crate::client::groups::{self, GroupsArgs};
 use crate::client::pause::{self, QueueArgs};
 use crate::client::queue::{self, QueueSettingsArgs};
@@ -25,7 +26,7 @@ use crate::serve::{self, ServeArgs};
 ///
 /// Tasks are recorded durably (fdatasync before any acknowledgement) in a
 /// data directory, claimed by workers under a lease, and acked or failed.
-/// This binary serves the HTTP API, talks to a running server (enqueue,
+/// This binary serves the HTTP API, talks to a running server (enqueue, get,
 /// stats, tasks, retry, pause/resume, queue, groups, schedule: `--url`/SPOOL_URL,
 /// `--token`/SPOOL_TOKEN), checks data directories and benchmarks the store.
 #[derive(Debug, Parser)]
@@ -50,6 +51,9 @@ pub(crate) enum Command {
     /// Add a task to a queue and print its id.
     #[command(long_about = enqueue::ABOUT)]
     Enqueue(EnqueueArgs),
+    /// One task by its id, with the tasks it waits for.
+    #[command(long_about = get::ABOUT)]
+    Get(GetArgs),
     /// Every queue: tasks per state, oldest ready age, paused.
     #[command(long_about = stats::ABOUT)]
     Stats(StatsArgs),
@@ -86,6 +90,7 @@ impl Command {
             Command::Check(_)
             | Command::Bench(_)
             | Command::Enqueue(_)
+            | Command::Get(_)
             | Command::Stats(_)
             | Command::Tasks(_)
             | Command::Retry(_)

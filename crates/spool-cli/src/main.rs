@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Bench(args) => bench::run(*args),
         Command::Enqueue(args) => client::enqueue::run(args),
+        Command::Get(args) => client::get::run(args),
         Command::Stats(args) => client::stats::run(args),
         Command::Tasks(args) => client::tasks::run(args),
         Command::Retry(args) => client::retry::run(args),

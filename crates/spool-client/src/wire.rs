@@ -15,13 +15,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use spool_core::task::RunAt;
 use spool_core::{
-    ErrorRecord, GroupStats, Kind, Lease, LeaseToken, NewTask, Payload, PayloadFormat, QueueName,
-    QueueStats, StateCounts, StoreError, Task, TaskGroup, TaskId, TaskKey, TaskState, Timestamp,
+    Dependencies, ErrorRecord, GroupStats, Kind, Lease, LeaseToken, NewTask, Parent, ParentFailure,
+    Payload, PayloadFormat, QueueName, QueueStats, StoreError, Task, TaskGroup, TaskId, TaskKey,
+    TaskState, Timestamp,
 };
 
 use spool_core::rfc3339;
-// Defined once for client and server: the settings shapes and `*_ms`.
-pub(crate) use spool_core::wire::{ms, SettingsBody, SettingsJson};
+// Defined once for client and server: the settings, counts and dependency
+// shapes, and `*_ms`.
+pub(crate) use spool_core::wire::{ms, CountsJson, DepsJson, SettingsBody, SettingsJson};
 
 fn bad_answer(what: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!("the server sent an invalid answer: {what}"))
@@ -86,6 +88,16 @@ pub(crate) struct EnqueueItem<'a> {
     pub traceparent: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<&'a str>,
+    /// The parents named by id; with `after_batch`, the order of a task's
+    /// `after` is the ids first, then the positions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after_batch: Vec<u32>,
+    /// Sent only when it is not the default, so a task without
+    /// dependencies reads as it did before them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub if_parent_fails: Option<ParentFailure>,
 }
 
 impl<'a> EnqueueItem<'a> {
@@ -96,6 +108,13 @@ impl<'a> EnqueueItem<'a> {
             RunAt::After(d) => (None, Some(ms(d))),
         };
         let payload = payload_out(&t.payload)?;
+        let (mut after, mut after_batch) = (Vec::new(), Vec::new());
+        for p in &t.after {
+            match *p {
+                Parent::Task(id) => after.push(id.0),
+                Parent::InBatch(at) => after_batch.push(at),
+            }
+        }
         Ok(EnqueueItem {
             kind: t.kind.as_ref().map(Kind::as_str),
             payload: payload.payload,
@@ -108,6 +127,10 @@ impl<'a> EnqueueItem<'a> {
             lease_ms: t.lease_ms,
             traceparent: t.traceparent.as_deref(),
             group: t.group.as_ref().map(TaskGroup::as_str),
+            after,
+            after_batch,
+            if_parent_fails: (t.if_parent_fails != ParentFailure::default())
+                .then_some(t.if_parent_fails),
         })
     }
 }
@@ -191,12 +214,55 @@ pub(crate) struct TaskIn<'a> {
     /// groups.
     #[serde(default)]
     group: Option<String>,
+    /// The dependency fields, all present on a task that has dependencies
+    /// and absent otherwise. Not a flattened [`DepsJson`]: flattening
+    /// buffers the whole object, which a borrowed raw payload cannot go
+    /// through.
+    #[serde(default)]
+    after: Option<Vec<u64>>,
+    #[serde(default)]
+    waiting_on: Option<Vec<u64>>,
+    #[serde(default)]
+    parents_failed: Option<u32>,
+    #[serde(default)]
+    parents_completed: Option<u32>,
+    #[serde(default)]
+    if_parent_fails: Option<ParentFailure>,
 }
 
 impl TaskIn<'_> {
+    /// The task's dependencies: none without `after`, and every field
+    /// needed with it.
+    fn deps(&mut self) -> Result<Option<Box<Dependencies>>, StoreError> {
+        let Some(after) = self.after.take() else {
+            return Ok(None);
+        };
+        let missing = |field: &str| bad_answer(format!("a task with after lacks {field}"));
+        let json = DepsJson {
+            after,
+            waiting_on: self
+                .waiting_on
+                .take()
+                .ok_or_else(|| missing("waiting_on"))?,
+            parents_failed: self
+                .parents_failed
+                .ok_or_else(|| missing("parents_failed"))?,
+            parents_completed: self
+                .parents_completed
+                .ok_or_else(|| missing("parents_completed"))?,
+            if_parent_fails: self
+                .if_parent_fails
+                .ok_or_else(|| missing("if_parent_fails"))?,
+        };
+        Ok(Some(Box::new(
+            Dependencies::try_from(json).map_err(bad_answer)?,
+        )))
+    }
+
     /// The task; `known_token` fills in the lease token the server leaves
     /// out of every answer but a claim's (the caller sent it, so knows it).
-    pub(crate) fn into_task(self, known_token: Option<LeaseToken>) -> Result<Task, StoreError> {
+    pub(crate) fn into_task(mut self, known_token: Option<LeaseToken>) -> Result<Task, StoreError> {
+        let deps = self.deps()?;
         let payload = match (self.payload, self.payload_base64) {
             (Some(raw), None) => Payload::json(raw.get().as_bytes().to_vec()),
             (None, Some(b64)) => Payload::binary(STANDARD.decode(b64).map_err(bad_answer)?),
@@ -252,7 +318,7 @@ impl TaskIn<'_> {
                 .map(TaskGroup::new)
                 .transpose()
                 .map_err(bad_answer)?,
-            deps: None,
+            deps,
         })
     }
 }
@@ -271,31 +337,11 @@ pub(crate) struct PageIn<'a> {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct CountsIn {
-    scheduled: u64,
-    ready: u64,
-    leased: u64,
-    dead: u64,
-}
-
-impl From<CountsIn> for StateCounts {
-    fn from(c: CountsIn) -> Self {
-        StateCounts {
-            scheduled: c.scheduled,
-            ready: c.ready,
-            leased: c.leased,
-            dead: c.dead,
-            pending: 0,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
 pub(crate) struct QueueIn {
     name: String,
     paused: bool,
-    counts: CountsIn,
-    kinds: BTreeMap<String, CountsIn>,
+    counts: CountsJson,
+    kinds: BTreeMap<String, CountsJson>,
     oldest_ready_age_ms: Option<u64>,
 }
 
@@ -425,6 +471,42 @@ mod tests {
         assert_eq!(json["group"], "acme");
         let plain = serde_json::to_value(EnqueueItem::new(&NewTask::default()).unwrap()).unwrap();
         assert!(plain.get("group").is_none(), "{plain}");
+    }
+
+    #[test]
+    fn a_tasks_dependencies_are_read_only_when_whole() {
+        let deps = r#","after":[5,3],"waiting_on":[5],"parents_failed":0,
+                      "parents_completed":1,"if_parent_fails":"run""#;
+        let d = task(&task_json(deps)).unwrap().deps.unwrap();
+        assert_eq!(
+            (d.after, d.waiting_on),
+            (vec![TaskId(5), TaskId(3)], vec![TaskId(5)])
+        );
+        assert_eq!((d.failed, d.if_parent_fails), (0, ParentFailure::Run));
+        assert_eq!(task(&task_json("")).unwrap().deps, None);
+        assert!(task(&task_json(r#","after":[5]"#)).is_err());
+        let wrong = r#","after":[5],"waiting_on":[],"parents_failed":0,
+                       "parents_completed":7,"if_parent_fails":"run""#;
+        assert!(matches!(
+            task(&task_json(wrong)),
+            Err(StoreError::Internal(_))
+        ));
+    }
+
+    #[test]
+    fn an_enqueue_item_sends_parents_by_id_and_by_position() {
+        let t = NewTask::default()
+            .after(Parent::InBatch(0))
+            .after(Parent::Task(TaskId(9)))
+            .if_parent_fails(ParentFailure::Run);
+        let json = serde_json::to_value(EnqueueItem::new(&t).unwrap()).unwrap();
+        assert_eq!(json["after"], serde_json::json!([9]));
+        assert_eq!(json["after_batch"], serde_json::json!([0]));
+        assert_eq!(json["if_parent_fails"], "run");
+        let plain = serde_json::to_value(EnqueueItem::new(&NewTask::default()).unwrap()).unwrap();
+        for field in ["after", "after_batch", "if_parent_fails"] {
+            assert!(plain.get(field).is_none(), "{plain}");
+        }
     }
 
     #[test]

@@ -247,6 +247,7 @@ pub struct Task {
 /// cancelled (docs/spec.md §3.2).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ParentFailure {
     /// It is cancelled too, and so are the tasks waiting for it.
     #[default]

@@ -15,6 +15,12 @@ use crate::limits::RateLimit;
 use crate::settings::{QueueChange, QueueSettings};
 use crate::time::duration_millis;
 
+mod counts;
+mod deps;
+
+pub use counts::CountsJson;
+pub use deps::DepsJson;
+
 /// Whole milliseconds of a duration, for a `*_ms` field.
 pub fn ms(d: Duration) -> u64 {
     duration_millis(d).unsigned_abs()

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spool_core::{
-    EnqueueOutcome, Kind, NewTask, QueueName, Schedule, ScheduleSpec, Store, StoreError, TaskGroup,
-    TaskKey, Timestamp,
+    EnqueueOutcome, Kind, NewTask, Parent, ParentFailure, QueueName, Schedule, ScheduleSpec, Store,
+    StoreError, TaskGroup, TaskId, TaskKey, Timestamp,
 };
 
 use crate::error::EnqueueError;
@@ -26,7 +26,7 @@ impl std::fmt::Debug for Client {
 }
 
 /// How one job is enqueued: when, in which order, under which key, in
-/// which group.
+/// which group, after which other tasks.
 #[derive(Clone, Debug, Default)]
 pub struct EnqueueOptions {
     task: NewTask,
@@ -92,6 +92,24 @@ impl EnqueueOptions {
     /// malformed one makes the enqueue fail with a name error.
     pub fn group(mut self, group: impl Into<String>) -> Self {
         self.group = Some(group.into());
+        self
+    }
+
+    /// Makes the task wait for the task `parent` (in any queue) to end:
+    /// it is pending, claimed by no one, until every parent named has
+    /// completed, died or been cancelled (docs/spec.md §3.2). An id the
+    /// store never assigned makes the enqueue fail with `bad_request`.
+    pub fn after(mut self, parent: TaskId) -> Self {
+        self.task = self.task.after(Parent::Task(parent));
+        self
+    }
+
+    /// What a parent ending dead or cancelled does to the task: cancel it
+    /// too (the default, and its own dependents in turn), or let it run
+    /// once every parent has ended, as a batch's callback does; its
+    /// handler reads how they ended from [`crate::Context::deps`].
+    pub fn if_parent_fails(mut self, policy: ParentFailure) -> Self {
+        self.task = self.task.if_parent_fails(policy);
         self
     }
 

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use spool_core::schedule::tick_key;
 use spool_core::{
-    Kind, LeaseToken, QueueName, Store, StoreError, Task, TaskGroup, TaskId, TaskKey, Timestamp,
+    Dependencies, Kind, LeaseToken, QueueName, Store, StoreError, Task, TaskGroup, TaskId, TaskKey,
+    Timestamp,
 };
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -160,6 +161,14 @@ impl Context {
     /// The group it was enqueued in, if any (a customer, an API host).
     pub fn group(&self) -> Option<&TaskGroup> {
         self.inner.task.group.as_ref()
+    }
+
+    /// The tasks it waited for and how they ended, when it was enqueued
+    /// after others (docs/spec.md §3.2): a batch's callback reads
+    /// `completed()` and `failed` here. By the time it runs, every parent
+    /// has ended, so `waiting_on` is empty.
+    pub fn deps(&self) -> Option<&Dependencies> {
+        self.inner.task.deps.as_deref()
     }
 
     /// The task as claimed (payload, errors of earlier attempts, ...).

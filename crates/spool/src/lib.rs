@@ -83,8 +83,8 @@
 
 pub use spool_core as core;
 pub use spool_core::{
-    EnqueueOutcome, Kind, QueueChange, QueueName, QueueSettings, Schedule, Store, StoreError, Task,
-    TaskId, TaskState, Timestamp,
+    Dependencies, EnqueueOutcome, Kind, ParentFailure, QueueChange, QueueName, QueueSettings,
+    Schedule, Store, StoreError, Task, TaskId, TaskState, Timestamp,
 };
 pub use spool_runtime::metrics;
 #[cfg(feature = "otel")]

@@ -27,6 +27,7 @@ from .errors import (
 )
 from .models import (
     Counts,
+    Dependencies,
     Enqueued,
     Lease,
     QueueSettings,
@@ -47,6 +48,7 @@ __all__ = [
     "ConnectionFailed",
     "Context",
     "Counts",
+    "Dependencies",
     "Discard",
     "Enqueued",
     "Handler",

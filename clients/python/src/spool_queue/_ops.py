@@ -99,7 +99,11 @@ def _tasks(body: Any) -> list[Task]:
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One task of a batch for ``enqueue_many``; the fields are ``enqueue``'s."""
+    """One task of a batch for ``enqueue_many``; the fields are ``enqueue``'s.
+
+    ``after_batch`` names tasks of the same batch this one waits for, by their
+    positions in it (each before this one's): a workflow created whole or not at all.
+    """
 
     payload: JSON | bytes = None
     kind: str | None = None
@@ -111,6 +115,9 @@ class TaskSpec:
     lease: Duration | None = None
     traceparent: str | None = None
     group: str | None = None
+    after: Sequence[int] | None = None
+    after_batch: Sequence[int] | None = None
+    if_parent_fails: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return _compact(
@@ -125,6 +132,9 @@ class TaskSpec:
                 "lease_ms": _ms(self.lease),
                 "traceparent": self.traceparent,
                 "group": self.group,
+                "after": list(self.after) if self.after else None,
+                "after_batch": list(self.after_batch) if self.after_batch else None,
+                "if_parent_fails": self.if_parent_fails,
             }
         )
 
@@ -150,6 +160,8 @@ def enqueue(
     lease: Duration | None = None,
     traceparent: str | None = None,
     group: str | None = None,
+    after: Sequence[int] | None = None,
+    if_parent_fails: str | None = None,
 ) -> Op[Enqueued]:
     """Create one task; with ``key``, a live (or recently done) task with it wins.
 
@@ -158,10 +170,25 @@ def enqueue(
     ``traceparent`` is the producer's W3C trace context, which the task's runs
     join. ``group`` puts the task in a group of its queue (a customer, an API
     host; 1-128 bytes): claims take from the groups in turn, and the queue's
-    ``group_concurrency`` caps each group's tasks leased at once.
+    ``group_concurrency`` caps each group's tasks leased at once. ``after``
+    names tasks (by id, in any queue) this one waits for: it is ``pending``
+    until each has ended; ``if_parent_fails`` is ``"cancel"`` (the default:
+    a parent that dies or is cancelled cancels it too) or ``"run"``.
     """
     spec = TaskSpec(
-        payload, kind, key, delay, run_at, priority, max_attempts, lease, traceparent, group
+        payload,
+        kind,
+        key,
+        delay,
+        run_at,
+        priority,
+        max_attempts,
+        lease,
+        traceparent,
+        group,
+        after,
+        None,
+        if_parent_fails,
     )
     return Op("POST", f"/v1/queues/{_seg(queue)}/tasks", _first_enqueued, spec.to_json())
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from .models import JSON, Task
+from .models import JSON, Dependencies, Task
 
 
 @dataclass
@@ -51,6 +51,11 @@ class Context:
     def group(self) -> str | None:
         """The group the task was enqueued in, if any."""
         return self.task.group
+
+    @property
+    def deps(self) -> Dependencies | None:
+        """The tasks it waited for and how they ended (a batch callback's counts), if any."""
+        return self.task.deps
 
     @property
     def attempt(self) -> int:

@@ -78,6 +78,35 @@ class TaskError:
 
 
 @dataclass(frozen=True)
+class Dependencies:
+    """The tasks a task waits for and how they ended so far (docs/spec.md §3.2)."""
+
+    after: list[int]
+    """The ids named at enqueue, each once, in the order named."""
+    waiting_on: list[int]
+    """Those that have not ended yet, ascending: the task is ``pending`` while any is left."""
+    parents_failed: int
+    """How many ended dead or cancelled."""
+    parents_completed: int
+    """How many ended completed: what a batch's callback reads."""
+    if_parent_fails: str
+    """``cancel`` or ``run``: what a parent ending dead or cancelled does to the task."""
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Dependencies | None:
+        """The fields of a task's JSON; ``None`` for a task that waits for nothing."""
+        if "after" not in obj:
+            return None
+        return cls(
+            after=[int(i) for i in obj["after"]],
+            waiting_on=[int(i) for i in obj["waiting_on"]],
+            parents_failed=int(obj["parents_failed"]),
+            parents_completed=int(obj["parents_completed"]),
+            if_parent_fails=obj["if_parent_fails"],
+        )
+
+
+@dataclass(frozen=True)
 class Task:
     id: int
     queue: str
@@ -90,12 +119,15 @@ class Task:
     max_attempts: int
     lease_ms: int | None
     state: str
+    """``scheduled``, ``ready``, ``leased``, ``dead`` or ``pending`` (waits for other tasks)."""
     lease: Lease | None
     errors: list[TaskError]
     created_at: datetime
     updated_at: datetime
     traceparent: str | None = None
     group: str | None = None
+    deps: Dependencies | None = None
+    """What the task waits for, when it was enqueued with ``after``."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Task:
@@ -123,6 +155,7 @@ class Task:
             updated_at=parse_time(obj["updated_at"]),
             traceparent=obj.get("traceparent"),
             group=obj.get("group"),
+            deps=Dependencies.from_json(obj),
         )
 
 
@@ -132,10 +165,18 @@ class Counts:
     ready: int
     leased: int
     dead: int
+    pending: int = 0
+    """Tasks waiting for others to end; servers older than dependencies send none."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Counts:
-        return cls(int(obj["scheduled"]), int(obj["ready"]), int(obj["leased"]), int(obj["dead"]))
+        return cls(
+            int(obj["scheduled"]),
+            int(obj["ready"]),
+            int(obj["leased"]),
+            int(obj["dead"]),
+            int(obj.get("pending", 0)),
+        )
 
 
 @dataclass(frozen=True)

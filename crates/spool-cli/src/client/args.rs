@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use spool_core::{Kind, Payload, QueueName, TaskGroup, TaskKey};
+use spool_core::{Kind, ParentFailure, Payload, QueueName, TaskGroup, TaskKey};
 
 pub(crate) fn queue(s: &str) -> Result<QueueName, String> {
     QueueName::new(s).map_err(|e| e.to_string())
@@ -19,6 +19,11 @@ pub(crate) fn key(s: &str) -> Result<TaskKey, String> {
 
 pub(crate) fn group(s: &str) -> Result<TaskGroup, String> {
     TaskGroup::new(s).map_err(|e| e.to_string())
+}
+
+/// `cancel` or `run`: what a parent ending dead or cancelled does.
+pub(crate) fn parent_failure(s: &str) -> Result<ParentFailure, String> {
+    s.parse()
 }
 
 /// A JSON payload, checked here and sent as written (numbers are never

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use clap::Args;
-use spool_core::{Kind, NewTask, Payload, QueueName, Store, TaskGroup, TaskKey};
+use spool_core::{
+    Kind, NewTask, Parent, ParentFailure, Payload, QueueName, Store, TaskGroup, TaskId, TaskKey,
+};
 
 use super::args;
 use super::connect::ServerArgs;
@@ -18,10 +20,17 @@ task belongs to that group of its queue (a customer, an API host): claims
 take from the groups in turn, and the queue's group concurrency (`spool queue
 QUEUE --group-concurrency N`) bounds each group's tasks leased at once.
 
+With --after ID (repeatable), the task waits for those tasks, in any queue:
+it is pending, claimed by no one, until each has ended. When one ends dead
+or cancelled, --if-parent-fails decides: cancel (the default) cancels this
+task too, run lets it run once every parent has ended. `spool tasks QUEUE
+--state pending` lists the waiting tasks and what they still wait for.
+
 Examples:
   spool enqueue emails --kind send --payload '{\"to\": \"ada@example.com\"}'
   spool enqueue reports --delay 5m --key report-2026-11 --max-attempts 3
-  spool enqueue fetch --group api.example.com --payload '\"/v1/items\"'";
+  spool enqueue fetch --group api.example.com --payload '\"/v1/items\"'
+  spool enqueue reports --after 41 --after 42 --if-parent-fails run";
 
 /// Options of `spool enqueue` (see [`ABOUT`]).
 #[derive(Debug, Clone, Args)]
@@ -65,6 +74,16 @@ pub(crate) struct EnqueueArgs {
     #[arg(long, value_name = "G", value_parser = args::group)]
     pub group: Option<TaskGroup>,
 
+    /// A task this one waits for (its id; repeat for more): it stays
+    /// pending until each has ended.
+    #[arg(long, value_name = "ID")]
+    pub after: Vec<u64>,
+
+    /// What a parent that ends dead or cancelled does to this task: cancel
+    /// it too (the default), or run it once every parent has ended.
+    #[arg(long, value_name = "POLICY", value_parser = args::parent_failure)]
+    pub if_parent_fails: Option<ParentFailure>,
+
     /// Print `{"id": N, "duplicate": bool}` instead of text.
     #[arg(long)]
     pub json: bool,
@@ -81,6 +100,12 @@ pub(crate) fn run(args: EnqueueArgs) -> anyhow::Result<()> {
     task.key = args.key;
     task.max_attempts = args.max_attempts;
     task.group = args.group;
+    task.after = args
+        .after
+        .into_iter()
+        .map(|id| Parent::Task(TaskId(id)))
+        .collect();
+    task.if_parent_fails = args.if_parent_fails.unwrap_or_default();
     if let Some(delay) = args.delay {
         task = task.delay(delay);
     }

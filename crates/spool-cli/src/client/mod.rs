@@ -1,4 +1,4 @@
-//! The client commands of docs/spec.md §8: `enqueue`, `stats`, `tasks`, `retry`,
+//! The client commands of docs/spec.md §8: `enqueue`, `get`, `stats`, `tasks`, `retry`,
 //! `pause`/`resume`, `queue`, `groups` and `schedule`. Each talks to a running server through
 //! [`spool_client::RemoteStore`], one module per command.
 //!
@@ -10,6 +10,7 @@
 pub(crate) mod args;
 pub(crate) mod connect;
 pub(crate) mod enqueue;
+pub(crate) mod get;
 pub(crate) mod groups;
 pub(crate) mod pause;
 pub(crate) mod queue;

@@ -2,6 +2,7 @@
 //! oldest ready task and whether it is paused.
 
 use clap::Args;
+use spool_core::wire::CountsJson;
 use spool_core::{QueueStats, Store};
 
 use super::connect::ServerArgs;
@@ -10,9 +11,10 @@ use super::render;
 /// The long `--help` text of `spool stats`.
 pub(crate) const ABOUT: &str = "\
 Shows every queue of the server: how many tasks are scheduled (waiting for
-their run time), ready (claimable now), leased (being run by a worker) and
+their run time), ready (claimable now), leased (being run by a worker),
 dead (out of attempts; see `spool tasks QUEUE --state dead` and `spool
-retry`), how long the oldest ready task has waited, and whether the queue is
+retry`) and pending (waiting for other tasks to end; see `spool tasks QUEUE
+--state pending`), how long the oldest ready task has waited, and whether the queue is
 paused. A growing OLDEST_READY means workers are not keeping up.";
 
 /// Options of `spool stats` (see [`ABOUT`]).
@@ -45,6 +47,7 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<()> {
                 q.counts.ready.to_string(),
                 q.counts.leased.to_string(),
                 q.counts.dead.to_string(),
+                q.counts.pending.to_string(),
                 q.oldest_ready_age.map_or("-".into(), render::age),
                 if q.paused { "yes" } else { "no" }.to_string(),
             ]
@@ -56,6 +59,7 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<()> {
         "READY",
         "LEASED",
         "DEAD",
+        "PENDING",
         "OLDEST_READY",
         "PAUSED",
     ];
@@ -63,12 +67,7 @@ pub(crate) fn run(args: StatsArgs) -> anyhow::Result<()> {
 }
 
 fn counts(c: &spool_core::StateCounts) -> serde_json::Value {
-    serde_json::json!({
-        "scheduled": c.scheduled,
-        "ready": c.ready,
-        "leased": c.leased,
-        "dead": c.dead,
-    })
+    serde_json::json!(CountsJson::from(*c))
 }
 
 /// The shape of `GET /v1/queues`, so scripts can use either.

@@ -2,6 +2,7 @@
 //! state is asked for (where an operator looks in a crisis).
 
 use clap::Args;
+use spool_core::wire::DepsJson;
 use spool_core::{ListOrder, ListRequest, PayloadFormat, QueueName, Store, Task, TaskState};
 
 use super::args;
@@ -11,16 +12,20 @@ use super::render;
 /// The long `--help` text of `spool tasks`.
 pub(crate) const ABOUT: &str = "\
 Lists the tasks of QUEUE: id, kind, state, attempt/max attempts, run time
-(UTC) and the last error. Without --state the oldest tasks come first; with
---state the tasks with the most attempts come first.
+(UTC), the tasks it still waits for and the last error. Without --state the
+oldest tasks come first; with --state the tasks with the most attempts come
+first.
 
 States: scheduled (waiting for its run time), ready (claimable), leased (being
-run), dead (out of attempts: fix the cause, then `spool retry QUEUE --all`).
-Completed tasks are deleted, so they never show.
+run), dead (out of attempts: fix the cause, then `spool retry QUEUE --all`),
+pending (waiting for the tasks it was enqueued --after to end). Completed
+tasks are deleted, so they never show. --json adds each task's dependencies:
+after, waiting_on, parents_failed, parents_completed, if_parent_fails.
 
 Examples:
   spool tasks emails
-  spool tasks emails --state dead --limit 20";
+  spool tasks emails --state dead --limit 20
+  spool tasks reports --state pending";
 
 /// Options of `spool tasks` (see [`ABOUT`]).
 #[derive(Debug, Clone, Args)]
@@ -29,7 +34,7 @@ pub(crate) struct TasksArgs {
     #[arg(value_parser = args::queue)]
     pub queue: QueueName,
 
-    /// Only tasks in this state: scheduled, ready, leased or dead.
+    /// Only tasks in this state: scheduled, ready, leased, dead or pending.
     #[arg(long)]
     pub state: Option<TaskState>,
 
@@ -48,6 +53,9 @@ pub(crate) struct TasksArgs {
 
 /// Longest last-error text in the table; `--json` has all of it.
 const ERROR_WIDTH: usize = 60;
+
+/// Longest list of ids waited for in the table; `--json` has all of them.
+const WAITING_WIDTH: usize = 30;
 
 pub(crate) fn run(args: TasksArgs) -> anyhow::Result<()> {
     let server = args.server.connect()?;
@@ -79,7 +87,15 @@ pub(crate) fn run(args: TasksArgs) -> anyhow::Result<()> {
         return super::print(&format!("no {which}tasks in queue {}\n", args.queue));
     }
     let rows: Vec<Vec<String>> = tasks.iter().map(row).collect();
-    let header = ["ID", "KIND", "STATE", "ATTEMPT", "RUN_AT", "LAST_ERROR"];
+    let header = [
+        "ID",
+        "KIND",
+        "STATE",
+        "ATTEMPT",
+        "RUN_AT",
+        "WAITING_ON",
+        "LAST_ERROR",
+    ];
     super::print(&render::table(&header, &rows))
 }
 
@@ -90,13 +106,26 @@ fn row(t: &Task) -> Vec<String> {
         t.state.to_string(),
         format!("{}/{}", t.attempt, t.max_attempts),
         render::time(t.run_at),
+        waiting_on(t),
         t.errors
             .last()
             .map_or("-".into(), |e| render::cell(&e.message, ERROR_WIDTH)),
     ]
 }
 
-fn json(t: &Task) -> serde_json::Value {
+/// The ids a task still waits for, `-` when none.
+fn waiting_on(t: &Task) -> String {
+    match t.deps.as_deref() {
+        Some(d) if !d.waiting_on.is_empty() => {
+            let ids: Vec<String> = d.waiting_on.iter().map(ToString::to_string).collect();
+            render::cell(&ids.join(","), WAITING_WIDTH)
+        }
+        _ => "-".into(),
+    }
+}
+
+/// A task as JSON, for `--json` here and in `spool get`.
+pub(super) fn json(t: &Task) -> serde_json::Value {
     let errors: Vec<_> = t
         .errors
         .iter()
@@ -117,7 +146,7 @@ fn json(t: &Task) -> serde_json::Value {
         ),
         PayloadFormat::Binary => (None, Some(t.payload.len())),
     };
-    serde_json::json!({
+    let mut task = serde_json::json!({
         "id": t.id.0,
         "queue": t.queue.as_str(),
         "kind": t.kind.as_str(),
@@ -132,5 +161,12 @@ fn json(t: &Task) -> serde_json::Value {
         "payload_bytes": payload_bytes,
         "errors": errors,
         "created_at": render::time_json(t.created_at),
-    })
+    });
+    // The fields of the HTTP API's task, present only when it has them.
+    if let (Some(d), Some(fields)) = (t.deps.as_deref(), task.as_object_mut()) {
+        if let serde_json::Value::Object(deps) = serde_json::json!(DepsJson::from(d)) {
+            fields.extend(deps);
+        }
+    }
+    task
 }

@@ -88,9 +88,9 @@ fn enqueue_stats_tasks_pause_resume() -> TestResult {
 
     let stats = server.ok(&["stats"]);
     let emails = row(&stats, "emails").ok_or(stats.clone())?;
-    // QUEUE SCHEDULED READY LEASED DEAD OLDEST_READY PAUSED
-    assert_eq!(emails[1..5], ["1", "1", "0", "0"], "{stats}");
-    assert_eq!(emails[6], "no");
+    // QUEUE SCHEDULED READY LEASED DEAD PENDING OLDEST_READY PAUSED
+    assert_eq!(emails[1..6], ["1", "1", "0", "0", "0"], "{stats}");
+    assert_eq!(emails[7], "no");
 
     let tasks = server.ok(&["tasks", "emails"]);
     let first = row(&tasks, &id).ok_or(tasks.clone())?;
@@ -106,7 +106,74 @@ fn enqueue_stats_tasks_pause_resume() -> TestResult {
     assert_eq!(stats["queues"][0]["paused"], true);
     server.ok(&["resume", "emails"]);
     let stats = server.ok(&["stats"]);
-    assert_eq!(row(&stats, "emails").ok_or(stats.clone())?[6], "no");
+    assert_eq!(row(&stats, "emails").ok_or(stats.clone())?[7], "no");
+    Ok(())
+}
+
+#[test]
+fn a_task_enqueued_after_another_is_pending_until_it_ends() -> TestResult {
+    let server = CliServer::start()?;
+    let parent = server.ok(&["enqueue", "etl"]).trim().to_string();
+    let child = server.ok(&[
+        "enqueue",
+        "etl",
+        "--after",
+        &parent,
+        "--if-parent-fails",
+        "run",
+    ]);
+    let child = child.trim();
+
+    let stats = server.ok(&["stats"]);
+    // QUEUE SCHEDULED READY LEASED DEAD PENDING ...
+    assert_eq!(
+        row(&stats, "etl").ok_or(stats.clone())?[1..6],
+        ["0", "1", "0", "0", "1"]
+    );
+    let pending = server.ok(&["tasks", "etl", "--state", "pending"]);
+    let line = row(&pending, child).ok_or(pending.clone())?;
+    // ID KIND STATE ATTEMPT RUN_AT (two words) WAITING_ON LAST_ERROR
+    assert_eq!(
+        (line[2], line[6]),
+        ("pending", parent.as_str()),
+        "{pending}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&server.ok(&["tasks", "etl", "--state", "pending", "--json"]))?;
+    let task = &json["tasks"][0];
+    assert_eq!(
+        task["waiting_on"],
+        serde_json::json!([parent.parse::<u64>()?])
+    );
+    assert_eq!(task["if_parent_fails"], "run");
+    let stats: serde_json::Value = serde_json::from_str(&server.ok(&["stats", "--json"]))?;
+    assert_eq!(stats["queues"][0]["counts"]["pending"], 1, "{stats}");
+    let shown = server.ok(&["get", child]);
+    for line in [
+        "state              pending".to_string(),
+        format!("waiting_on         {parent}"),
+        "if_parent_fails    run".to_string(),
+    ] {
+        assert!(shown.contains(&line), "{line:?} in {shown}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&server.ok(&["get", child, "--json"]))?;
+    assert_eq!(json["after"], serde_json::json!([parent.parse::<u64>()?]));
+    assert!(!server.ok(&["get", &parent]).contains("waiting_on"));
+    let gone = server.spool(&["get", "999999"]);
+    assert!(
+        text(&gone.stderr).contains("task 999999 does not exist"),
+        "{}",
+        text(&gone.stderr)
+    );
+
+    for bad in [
+        &["enqueue", "etl", "--after", "x"][..],
+        &["enqueue", "etl", "--after", "-1"],
+        &["enqueue", "etl", "--if-parent-fails", "maybe"],
+        &["enqueue", "etl", "--after", "999999"],
+    ] {
+        assert!(!server.spool(bad).status.success(), "{bad:?}");
+    }
     Ok(())
 }
 
@@ -364,8 +431,9 @@ fn tasks_are_enqueued_in_groups_and_the_groups_listed() -> TestResult {
 
 #[test]
 fn every_client_command_explains_itself() {
-    let commands: [&[&str]; 11] = [
+    let commands: [&[&str]; 12] = [
         &["enqueue"],
+        &["get"],
         &["queue"],
         &["groups"],
         &["stats"],

@@ -9,10 +9,11 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use spool_core::wire::DepsJson;
 use spool_core::{
-    Cadence, EnqueueOutcome, ErrorRecord, GroupStats, Kind, Lease, LeaseToken, Payload, QueueName,
-    QueueSettings, QueueStats, RateLimit, Schedule, ScheduleSpec, StateCounts, StoreError, Task,
-    TaskGroup, TaskId, TaskKey, TaskState, Timestamp,
+    Cadence, Dependencies, EnqueueOutcome, ErrorRecord, GroupStats, Kind, Lease, LeaseToken,
+    ParentFailure, Payload, QueueName, QueueSettings, QueueStats, RateLimit, Schedule,
+    ScheduleSpec, StateCounts, StoreError, Task, TaskGroup, TaskId, TaskKey, TaskState, Timestamp,
 };
 
 use super::value::Value;
@@ -198,8 +199,31 @@ pub(super) fn task(v: Value, known_token: Option<LeaseToken>) -> Result<Task, St
         updated_at: time(f.get("updated_at")?)?,
         traceparent: f.optional("traceparent", text)?,
         group: f.optional("group", |g| name(g, TaskGroup::new))?,
-        deps: None,
+        deps: deps(&f)?,
     })
+}
+
+/// A task's dependencies: fields only a task that has some carries.
+fn deps(f: &Fields) -> Result<Option<Box<Dependencies>>, StoreError> {
+    let Some(after) = f.optional("after", ids)? else {
+        return Ok(None);
+    };
+    let json = DepsJson {
+        after,
+        waiting_on: ids(f.get("waiting_on")?)?,
+        parents_failed: small(f.get("parents_failed")?)?,
+        parents_completed: small(f.get("parents_completed")?)?,
+        if_parent_fails: text(f.get("if_parent_fails")?)?
+            .parse::<ParentFailure>()
+            .map_err(bad_answer)?,
+    };
+    Ok(Some(Box::new(
+        Dependencies::try_from(json).map_err(bad_answer)?,
+    )))
+}
+
+fn ids(v: &Value) -> Result<Vec<u64>, StoreError> {
+    array(v.clone())?.iter().map(uint).collect()
 }
 
 /// `ENQUEUE`'s RESP3 answer: `{id, duplicate}`.
@@ -217,7 +241,8 @@ fn counts(f: &Fields) -> Result<StateCounts, StoreError> {
         ready: uint(f.get("ready")?)?,
         leased: uint(f.get("leased")?)?,
         dead: uint(f.get("dead")?)?,
-        pending: 0,
+        // Absent from servers older than dependencies: none then.
+        pending: f.optional("pending", uint)?.unwrap_or(0),
     })
 }
 

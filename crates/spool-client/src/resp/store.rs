@@ -17,9 +17,9 @@ use spool_core::task::RunAt;
 use spool_core::time::duration_millis;
 use spool_core::{
     Cadence, ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken, ListOrder,
-    ListRequest, NewTask, Payload, PayloadFormat, QueueChange, QueueName, QueueSettings,
-    QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage, TaskPatch,
-    TaskRef, Timestamp,
+    ListRequest, NewTask, Parent, ParentFailure, Payload, PayloadFormat, QueueChange, QueueName,
+    QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage,
+    TaskPatch, TaskRef, Timestamp,
 };
 
 use super::conn::encode;
@@ -169,6 +169,18 @@ impl Cmd {
         }
         if let Some(g) = &t.group {
             self = self.arg("GROUP").arg(g.as_str());
+        }
+        // In the order named. A position is only valid in ENQUEUEBATCH;
+        // the server refuses one in a lone ENQUEUE, where it could only
+        // name the task itself.
+        for p in &t.after {
+            self = match *p {
+                Parent::Task(id) => self.arg("AFTER").num(id.0),
+                Parent::InBatch(at) => self.arg("AFTERBATCH").num(at),
+            };
+        }
+        if t.if_parent_fails != ParentFailure::default() {
+            self = self.arg("IFPARENTFAILS").arg(t.if_parent_fails.as_str());
         }
         self
     }

@@ -7,6 +7,7 @@ mod support;
 mod cancel;
 mod crash;
 mod deadlines;
+mod deps;
 mod flaky;
 #[cfg(feature = "otel")]
 mod otel;

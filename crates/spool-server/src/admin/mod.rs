@@ -3,7 +3,8 @@
 //!
 //! A map:
 //! - one file per page — `overview` (`/`, the one in the OpenAPI document),
-//!   `queue` (`/queues/{queue}`), `task` (`/tasks/{id}`), `schedules` —
+//!   `queue` (`/queues/{queue}`), `task` (`/tasks/{id}`, with `deps` for
+//!   the tasks it waits for), `schedules` —
 //!   each with its actions: plain HTML forms that POST, make one store call,
 //!   and redirect back (so reloading never repeats an action);
 //! - `layout` is the shell and the headers every page gets, `error` turns
@@ -35,6 +36,7 @@ use throttle::Throttle;
 
 mod assets;
 mod chart;
+mod deps;
 mod error;
 mod gate;
 mod layout;

@@ -1,5 +1,6 @@
-//! `/tasks/{id}`: one task — its payload, errors and lease — and, when it
-//! is dead, its two actions: retry, and delete (behind a confirmation).
+//! `/tasks/{id}`: one task — its payload, errors, lease and the tasks it
+//! waits for — and, when it is dead, its two actions: retry, and delete
+//! (behind a confirmation).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -57,6 +58,9 @@ pub(super) async fn page(
             (dead_actions(&viewer, &task))
         }
         (facts(&task, now))
+        @if let Some(d) = task.deps.as_deref() {
+            (super::deps::section(d))
+        }
         section aria-labelledby="payload-heading" {
             h2 #payload-heading { "Payload" }
             (payload_block(&task))

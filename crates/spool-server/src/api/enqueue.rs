@@ -8,6 +8,10 @@
 //! one takes the request's `traceparent` header, so a producer whose HTTP
 //! client propagates W3C trace context passes it on without a word. A batch
 //! takes only the fields: its tasks may come from many traces.
+//!
+//! A task names the tasks it waits for (docs/spec.md §3.2) by id in
+//! `after`, and by position in this request's batch in `after_batch`; both
+//! become its `NewTask::after`, the ids first.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -15,7 +19,10 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use spool_core::task::RunAt;
-use spool_core::{Kind, NewTask, Payload, QueueName, StoreError, TaskGroup, TaskKey};
+use spool_core::{
+    Kind, NewTask, Parent, ParentFailure, Payload, QueueName, StoreError, TaskGroup, TaskId,
+    TaskKey,
+};
 use utoipa::openapi::schema::{OneOfBuilder, Schema};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
@@ -67,6 +74,19 @@ pub(super) struct EnqueueItem<'a> {
     /// in turn, and its `group_concurrency` bounds each group's leases.
     #[schema(min_length = 1, max_length = 128)]
     group: Option<String>,
+    /// Ids of tasks, in any queue, this one waits for: it is `pending`
+    /// until each has ended (completed, dead or cancelled). At most 10,000
+    /// with `after_batch`; an id never assigned is refused.
+    #[schema(max_items = 10000)]
+    after: Option<Vec<u64>>,
+    /// Positions in this request's `tasks` of tasks this one waits for,
+    /// each before its own: a workflow created in one atomic enqueue.
+    #[schema(max_items = 10000)]
+    after_batch: Option<Vec<u32>>,
+    /// What a parent ending dead or cancelled does: `cancel` (the default)
+    /// cancels this task too; `run` counts it in `parents_failed` and runs
+    /// the task once every parent has ended.
+    if_parent_fails: Option<ParentFailure>,
 }
 
 /// `{"tasks": [...]}`: an atomic batch of at most 10,000 tasks.
@@ -137,7 +157,17 @@ fn parse(body: &JsonBody, headers: &HeaderMap) -> Result<Vec<NewTask>, ApiError>
         }
     };
     let many = items.len() > 1;
-    items
+    if shape.tasks.is_none()
+        && items
+            .iter()
+            .any(|i| i.after_batch.as_ref().is_some_and(|p| !p.is_empty()))
+    {
+        return Err(ApiError::bad_request(
+            "after_batch names tasks of the same {\"tasks\": [...]} batch; \
+             a single task has none before it: name its parents in after",
+        ));
+    }
+    let tasks = items
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
@@ -149,7 +179,11 @@ fn parse(body: &JsonBody, headers: &HeaderMap) -> Result<Vec<NewTask>, ApiError>
                 other => ApiError::Store(other),
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    // Every store checks this too; checked here as well so that no
+    // position past the batch reaches one.
+    spool_core::deps::validate_in_batch(&tasks).map_err(ApiError::Store)?;
+    Ok(tasks)
 }
 
 fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
@@ -178,13 +212,21 @@ fn new_task(item: EnqueueItem<'_>) -> Result<NewTask, StoreError> {
         lease_ms: item.lease_ms,
         traceparent: item.traceparent,
         group: item.group.map(TaskGroup::new).transpose()?,
-        ..NewTask::default()
+        after: parents(item.after, item.after_batch),
+        if_parent_fails: item.if_parent_fails.unwrap_or_default(),
     };
     task.validate()?;
     if let Some(ms) = task.lease_ms {
         wire::duration_ms("lease_ms", ms)?;
     }
     Ok(task)
+}
+
+/// The parents named by id, then those named by position in the batch.
+fn parents(ids: Option<Vec<u64>>, positions: Option<Vec<u32>>) -> Vec<Parent> {
+    let ids = ids.into_iter().flatten().map(|id| Parent::Task(TaskId(id)));
+    let positions = positions.into_iter().flatten().map(Parent::InBatch);
+    ids.chain(positions).collect()
 }
 
 /// The request's `traceparent` header, if it has one; one that is not

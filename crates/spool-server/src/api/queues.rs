@@ -7,32 +7,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
-use spool_core::{QueueName, QueueStats, StateCounts};
+use spool_core::wire::CountsJson;
+use spool_core::{QueueName, QueueStats};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
 use crate::extract::ApiPath;
 use crate::state::AppState;
-
-/// Task counts per state.
-#[derive(Debug, Serialize, ToSchema)]
-pub(super) struct CountsJson {
-    pub scheduled: u64,
-    pub ready: u64,
-    pub leased: u64,
-    pub dead: u64,
-}
-
-impl From<StateCounts> for CountsJson {
-    fn from(c: StateCounts) -> Self {
-        CountsJson {
-            scheduled: c.scheduled,
-            ready: c.ready,
-            leased: c.leased,
-            dead: c.dead,
-        }
-    }
-}
 
 /// One queue in the overview.
 #[derive(Debug, Serialize, ToSchema)]

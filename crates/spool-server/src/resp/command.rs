@@ -13,8 +13,8 @@ use spool_core::store::{validate_batch, MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORK
 use spool_core::store::{validate_lease_wait, MAX_LEASE_WAIT};
 use spool_core::task::RunAt;
 use spool_core::{
-    Kind, NewTask, Payload, QueueName, StoreError, TaskGroup, TaskId, TaskKey, TaskPatch, TaskRef,
-    Timestamp,
+    Kind, NewTask, Parent, ParentFailure, Payload, QueueName, StoreError, TaskGroup, TaskId,
+    TaskKey, TaskPatch, TaskRef, Timestamp,
 };
 
 use super::manage::{self, Manage};
@@ -350,6 +350,27 @@ fn task(a: &mut Args<'_>, in_batch: bool) -> Result<NewTask, StoreError> {
             b"BINARY" => binary = true,
             b"TRACEPARENT" => task.traceparent = Some(a.string("TRACEPARENT")?),
             b"GROUP" => task.group = Some(TaskGroup::new(a.string("GROUP")?)?),
+            b"AFTER" => task.after.push(Parent::Task(a.id()?)),
+            // Pipelined ENQUEUEs may be run as one store batch: a position
+            // would then name another command's task, so only a batch the
+            // caller wrote out takes positions.
+            b"AFTERBATCH" if in_batch => {
+                let at = u32::try_from(a.number("AFTERBATCH")?)
+                    .map_err(|_| StoreError::bad_request("AFTERBATCH is past the batch"))?;
+                task.after.push(Parent::InBatch(at));
+            }
+            b"AFTERBATCH" => {
+                return Err(StoreError::bad_request(
+                    "AFTERBATCH names a task of the same ENQUEUEBATCH; ENQUEUE takes AFTER id",
+                ))
+            }
+            b"IFPARENTFAILS" => {
+                task.if_parent_fails = a
+                    .string("IFPARENTFAILS")?
+                    .to_ascii_lowercase()
+                    .parse::<ParentFailure>()
+                    .map_err(StoreError::bad_request)?
+            }
             _ => return Err(a.unknown_option(&opt)),
         }
     }
@@ -677,6 +698,35 @@ mod tests {
     }
 
     #[test]
+    fn tasks_name_parents_by_id_or_by_position_in_the_batch() {
+        let Ok(Command::EnqueueMany(_, tasks)) = cmd(&[
+            "ENQUEUEBATCH",
+            "q",
+            "TASK",
+            "a",
+            "AFTER",
+            "7",
+            "TASK",
+            "b",
+            "afterbatch",
+            "0",
+            "AFTER",
+            "3",
+            "IFPARENTFAILS",
+            "RUN",
+        ]) else {
+            panic!("not a batch")
+        };
+        assert_eq!(tasks[0].after, [Parent::Task(TaskId(7))]);
+        assert_eq!(tasks[0].if_parent_fails, ParentFailure::Cancel);
+        assert_eq!(
+            tasks[1].after,
+            [Parent::InBatch(0), Parent::Task(TaskId(3))]
+        );
+        assert_eq!(tasks[1].if_parent_fails, ParentFailure::Run);
+    }
+
+    #[test]
     fn tasks_are_addressed_by_id_or_by_key() {
         let Ok(Command::Get(TaskRef::Key(q, k))) = cmd(&["GET", "KEY", "mail", "k1"]) else {
             panic!("not a get by key")
@@ -698,6 +748,22 @@ mod tests {
             &["ENQUEUE", "q", "x", "COLOR", "red"],
             &["ENQUEUE", "q", "x", "GROUP", ""],
             &["ENQUEUE", "q", "x", "GROUP", ".."],
+            &["ENQUEUE", "q", "x", "AFTER", "one"],
+            &["ENQUEUE", "q", "x", "AFTER"],
+            &["ENQUEUE", "q", "x", "AFTERBATCH", "0"],
+            &["ENQUEUE", "q", "x", "IFPARENTFAILS", "maybe"],
+            &["ENQUEUEBATCH", "q", "TASK", "x", "AFTERBATCH", "0"],
+            &["ENQUEUEBATCH", "q", "TASK", "x", "AFTERBATCH", "4294967296"],
+            &[
+                "ENQUEUEBATCH",
+                "q",
+                "TASK",
+                "x",
+                "TASK",
+                "y",
+                "AFTERBATCH",
+                "1",
+            ],
             &["GROUPS", "q", "LIMIT", "0"],
             &["GROUPS", "q", "LIMIT", "1001"],
             &["QUEUE", "SET", "q", "GROUPCONCURRENCY", "many"],

@@ -32,9 +32,10 @@ impl Default for FrameLimits {
     fn default() -> Self {
         FrameLimits {
             max_bulk: 16 * 1024 * 1024,
-            // A full `ENQUEUEBATCH`: 19 words per task (`TASK`, the payload
-            // and every option once).
-            max_args: 19 * spool_core::store::MAX_BATCH + 16,
+            // A full `ENQUEUEBATCH`: 21 words per task (`TASK`, the payload
+            // and every option once), and the `AFTER`s of one task that
+            // waits for the most tasks it may (a batch's callback).
+            max_args: 21 * spool_core::store::MAX_BATCH + 2 * spool_core::task::MAX_AFTER + 16,
             max_inline: 64 * 1024,
         }
     }

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use spool_core::time::duration_millis;
 use spool_core::{
-    Cadence, GroupStats, Payload, PayloadFormat, QueueSettings, QueueStats, Schedule, StateCounts,
-    Task,
+    Cadence, Dependencies, GroupStats, Payload, PayloadFormat, QueueSettings, QueueStats, Schedule,
+    StateCounts, Task, TaskId,
 };
 
 use super::reply::Reply;
@@ -88,6 +88,9 @@ pub(super) fn task(t: &Task, with_token: bool) -> Reply {
             or_null(t.group.as_ref(), |g| Reply::text(g.to_string())),
         ),
     ];
+    if let Some(d) = t.deps.as_deref() {
+        fields.extend(deps(d));
+    }
     if with_token {
         let token = t.lease.as_ref().map(|l| l.token.to_string());
         fields.push(("token", or_null(token, Reply::text)));
@@ -95,12 +98,26 @@ pub(super) fn task(t: &Task, with_token: bool) -> Reply {
     Reply::Map(fields)
 }
 
-fn counts(c: &StateCounts) -> [(&'static str, Reply); 4] {
+/// A task's dependencies, with the names of the HTTP API; only a task that
+/// has some carries them (docs/spec.md §3.2).
+fn deps(d: &Dependencies) -> [(&'static str, Reply); 5] {
+    let ids = |ids: &[TaskId]| Reply::Array(ids.iter().map(|id| count(id.0)).collect());
+    [
+        ("after", ids(&d.after)),
+        ("waiting_on", ids(&d.waiting_on)),
+        ("parents_failed", Reply::Int(i64::from(d.failed))),
+        ("parents_completed", Reply::Int(i64::from(d.completed()))),
+        ("if_parent_fails", Reply::Simple(d.if_parent_fails.as_str())),
+    ]
+}
+
+fn counts(c: &StateCounts) -> [(&'static str, Reply); 5] {
     [
         ("scheduled", count(c.scheduled)),
         ("ready", count(c.ready)),
         ("leased", count(c.leased)),
         ("dead", count(c.dead)),
+        ("pending", count(c.pending)),
     ]
 }
 

@@ -1,9 +1,11 @@
 //! A task as JSON (docs/spec.md §7.1): every field of §2, timestamps in RFC 3339,
-//! and the lease token only in claim answers.
+//! the lease token only in claim answers, and the dependency fields only on
+//! a task that has dependencies.
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use spool_core::{Task, TaskState};
+use spool_core::wire::DepsJson;
+use spool_core::{ParentFailure, Task, TaskState};
 use utoipa::ToSchema;
 
 use super::payload::payload_out;
@@ -77,6 +79,28 @@ pub(crate) struct TaskJson {
     /// The task's group in its queue; absent when it has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    // The dependency fields (docs/spec.md §3.2), all present on a task
+    // enqueued with `after` and all absent otherwise, so most tasks' JSON
+    // stays as it was. Spelled out rather than a flattened `DepsJson`: the
+    // schema of an optional flattened object would require its fields on
+    // every task.
+    /// The ids named at enqueue, each once, in the order named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<Vec<u64>>,
+    /// Those that have not ended yet, ascending: the task is `pending`
+    /// while any is left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_on: Option<Vec<u64>>,
+    /// How many ended dead or cancelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parents_failed: Option<u32>,
+    /// How many ended completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parents_completed: Option<u32>,
+    /// What a parent ending dead or cancelled does to the task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<ParentFailure>)]
+    pub if_parent_fails: Option<ParentFailure>,
 }
 
 /// The lease of a leased task.
@@ -116,6 +140,7 @@ pub(crate) fn task_json(task: &Task, with_token: bool) -> Result<TaskJson, TimeE
         }),
         None => None,
     };
+    let deps = task.deps.as_deref().map(DepsJson::from);
     let errors = task
         .errors
         .iter()
@@ -146,5 +171,10 @@ pub(crate) fn task_json(task: &Task, with_token: bool) -> Result<TaskJson, TimeE
         updated_at: rfc3339::format(task.updated_at)?,
         traceparent: task.traceparent.clone(),
         group: task.group.as_ref().map(|g| g.to_string()),
+        after: deps.as_ref().map(|d| d.after.clone()),
+        waiting_on: deps.as_ref().map(|d| d.waiting_on.clone()),
+        parents_failed: deps.as_ref().map(|d| d.parents_failed),
+        parents_completed: deps.as_ref().map(|d| d.parents_completed),
+        if_parent_fails: deps.map(|d| d.if_parent_fails),
     })
 }

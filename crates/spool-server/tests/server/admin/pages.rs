@@ -36,16 +36,23 @@ async fn the_overview_shows_counts_per_state_and_per_kind() {
         assert!(page.text.contains(text), "{text} missing");
     }
     assert!(page.links().contains(&"/queues/emails".to_string()));
-    // The emails row: 0 scheduled, 4 ready, 0 leased, 0 dead, as text.
-    let row = page.text.split("href=\"/queues/emails\"").nth(1).unwrap();
-    let cells: Vec<&str> = row
-        .split("<td")
-        .skip(1)
-        .take(4)
-        .map(|c| c.split('>').nth(1).unwrap().split('<').next().unwrap())
-        .collect();
-    assert_eq!(cells, ["0", "4", "0", "0"]);
+    // The emails row: 0 scheduled, 4 ready, 0 leased, 0 dead, 0 pending,
+    // as text.
+    assert_eq!(count_cells(&page.text, "emails"), ["0", "4", "0", "0", "0"]);
     assert!(page.text.contains("<svg") || page.text.contains("Collecting samples"));
+}
+
+/// The overview's counts of `queue`, one per state, as the cells read.
+fn count_cells<'a>(overview: &'a str, queue: &str) -> Vec<&'a str> {
+    let row = overview
+        .split(&format!("href=\"/queues/{queue}\""))
+        .nth(1)
+        .unwrap();
+    row.split("<td")
+        .skip(1)
+        .take(spool_core::TaskState::ALL.len())
+        .map(|c| c.split('>').nth(1).unwrap().split('<').next().unwrap())
+        .collect()
 }
 
 #[tokio::test]
@@ -353,4 +360,50 @@ async fn assets_are_served_from_the_binary() {
     assert!(js.header("content-type").starts_with("text/javascript"));
     s.get("/assets/nope.css").await.assert_page(404);
     s.get("/assets/..%2Fsecret").await.assert_page(404);
+}
+
+#[tokio::test]
+async fn a_pending_task_shows_what_it_waits_for_and_counts_as_pending() {
+    use spool_core::{Parent, ParentFailure};
+
+    let s = Admin::open().await;
+    let first = s.enqueue("etl", None, Payload::default()).await;
+    let second = s.enqueue("etl", None, Payload::default()).await;
+    let child = NewTask::new(Payload::default())
+        .after(Parent::Task(first))
+        .after(Parent::Task(second))
+        .if_parent_fails(ParentFailure::Run);
+    let q = QueueName::new("etl").unwrap();
+    let child = s.store.enqueue(&q, vec![child]).await.unwrap()[0].id;
+    let leased = s.claim_until("etl", first).await;
+    s.store
+        .ack(first, leased.lease.unwrap().token, None)
+        .await
+        .unwrap();
+
+    let page = s.get(&format!("/tasks/{child}")).await;
+    page.assert_page(200);
+    assert!(page.text.contains("state-pending"), "{}", page.text);
+    assert!(page.text.contains("Waits for"));
+    assert!(page.text.contains("1 of 2 tasks"), "{}", page.text);
+    assert!(page.text.contains("run it anyway"));
+    let links = page.links();
+    for parent in [first, second] {
+        assert!(links.contains(&format!("/tasks/{parent}")), "{links:?}");
+    }
+    let plain = s.get(&format!("/tasks/{second}")).await;
+    assert!(
+        !plain.text.contains("Waits for"),
+        "only a task with parents"
+    );
+
+    // The overview's etl row: scheduled, ready, leased, dead, pending.
+    let overview = s.get("/").await;
+    assert_eq!(
+        count_cells(&overview.text, "etl"),
+        ["0", "1", "0", "0", "1"]
+    );
+    let pending = s.get("/queues/etl?state=pending").await;
+    pending.assert_page(200);
+    assert_eq!(pending.task_ids(), [child.0]);
 }

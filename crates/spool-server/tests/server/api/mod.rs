@@ -6,6 +6,7 @@
 
 mod auth;
 mod crosssite;
+mod deps;
 mod faulty;
 mod groups;
 mod hostile;

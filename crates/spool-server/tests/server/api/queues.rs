@@ -86,11 +86,11 @@ async fn the_overview_counts_per_state_and_per_kind() {
     assert_eq!(mail["paused"], false);
     assert_eq!(
         mail["counts"],
-        json!({"scheduled":1,"ready":2,"leased":0,"dead":0})
+        json!({"scheduled":1,"ready":2,"leased":0,"dead":0,"pending":0})
     );
     assert_eq!(
         mail["kinds"]["welcome"],
-        json!({"scheduled":0,"ready":2,"leased":0,"dead":0})
+        json!({"scheduled":0,"ready":2,"leased":0,"dead":0,"pending":0})
     );
     assert_eq!(mail["kinds"]["digest"]["scheduled"], 1);
     assert!(mail["oldest_ready_age_ms"].as_u64().is_some());
