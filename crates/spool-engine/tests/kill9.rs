@@ -17,10 +17,11 @@
 //! else.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rand::Rng;
@@ -138,45 +139,14 @@ fn log_bytes(dir: &Path) -> u64 {
 fn nothing_acknowledged_is_lost_across_kill9() {
     let dir = tempfile::tempdir().unwrap();
     let dir_s = dir.path().to_str().unwrap().to_string();
-    let exe = std::env::current_exe().unwrap();
     // Every acknowledged enqueue, with its payload's tag.
     let mut enqueued: HashMap<u64, String> = HashMap::new();
     let mut acked: HashSet<u64> = HashSet::new();
     // Acks sent but not (yet) acknowledged: the task may be gone or not.
     let mut acking: HashSet<u64> = HashSet::new();
-    let mut rng = rand::thread_rng();
     let rt = tokio::runtime::Runtime::new().unwrap();
     for round in 0..KILLS {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "kill9_child_process",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, &dir_s)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut lines = Vec::new();
-            let mut r = BufReader::new(stdout);
-            let mut line = String::new();
-            while r.read_line(&mut line).unwrap_or(0) > 0 {
-                // A line cut by the kill has no newline: it was never complete.
-                if line.ends_with('\n') {
-                    lines.push(line.trim_end().to_string());
-                }
-                line.clear();
-            }
-            lines
-        });
-        std::thread::sleep(Duration::from_millis(rng.gen_range(150..600)));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let lines = reader.join().unwrap();
+        let lines = support::run_child_until_killed("kill9_child_process", CHILD_ENV, &dir_s);
         // The test harness prints its own lines too; only ledger lines count.
         for (op, id, tag) in lines.iter().filter_map(|l| {
             let mut words = l.split(' ');

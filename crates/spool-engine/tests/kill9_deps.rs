@@ -19,10 +19,10 @@
 //! child, by exact test name.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::io::Write;
 
 use rand::Rng;
 use spool_core::{
@@ -146,45 +146,15 @@ fn check_callback(cb: &Task, parents: &[u64], tasks: &HashMap<u64, Task>, round:
 fn workflows_stay_consistent_across_kill9() {
     let dir = tempfile::tempdir().unwrap();
     let dir_s = dir.path().to_str().unwrap().to_string();
-    let exe = std::env::current_exe().unwrap();
     // Each acknowledged callback, with its parents in order.
     let mut callbacks: HashMap<u64, Vec<u64>> = HashMap::new();
     // Callbacks whose ack was attempted: gone or not.
     let mut acking: HashSet<u64> = HashSet::new();
     let mut released = 0usize;
-    let mut rng = rand::thread_rng();
     let rt = tokio::runtime::Runtime::new().unwrap();
     for round in 0..KILLS {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "kill9_deps_child_process",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, &dir_s)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut lines = Vec::new();
-            let mut r = BufReader::new(stdout);
-            let mut line = String::new();
-            while r.read_line(&mut line).unwrap_or(0) > 0 {
-                // A line cut by the kill has no newline: it was never complete.
-                if line.ends_with('\n') {
-                    lines.push(line.trim_end().to_string());
-                }
-                line.clear();
-            }
-            lines
-        });
-        std::thread::sleep(Duration::from_millis(rng.gen_range(150..600)));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        for line in reader.join().unwrap() {
+        let lines = support::run_child_until_killed("kill9_deps_child_process", CHILD_ENV, &dir_s);
+        for line in lines {
             let mut words = line.split(' ');
             let op = words.next();
             let ids: Option<Vec<u64>> = words.map(|w| w.parse().ok()).collect();
