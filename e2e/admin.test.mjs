@@ -328,6 +328,32 @@ test('a dead task is retried, another deleted after confirming', async () => {
   await page.context().close();
 });
 
+test('a batch callback shows what it waits for and how they ended', async () => {
+  // Three parts of an export, then the task that publishes it once every
+  // part has ended, however it ended.
+  const [one, two, , done] = await enqueue(open, 'exports', [
+    { kind: 'export-part', payload: { month: '2026-11', part: 1 } },
+    { kind: 'export-part', payload: { month: '2026-11', part: 2 } },
+    { kind: 'export-part', payload: { month: '2026-11', part: 3 } },
+    { kind: 'publish-export', payload: { month: '2026-11' }, after_batch: [0, 1, 2], if_parent_fails: 'run' },
+  ]);
+  const token = await claim(open, 'exports', one);
+  await api(open, 'POST', `/v1/tasks/${one}/ack`, { token });
+  await failTimes(open, 'exports', two, ['upstream 503: report service unavailable'], { discard: true });
+
+  const page = await newPage();
+  await page.goto(`${open.base}/tasks/${done}`);
+  await page.getByRole('heading', { name: 'Waits for' }).waitFor();
+  const facts = await page.locator('section[aria-labelledby="deps-heading"] dl').innerText();
+  assert.match(facts, /Waiting on\s+1 of 3 tasks/);
+  assert.match(facts, /Completed\s+1/);
+  assert.match(facts, /Failed\s+1/);
+  assert.match(facts, /run it anyway/);
+  await shot(page, 'workflow');
+  assert.equal((await api(open, 'GET', `/v1/tasks/${done}`)).json.state, 'pending');
+  await page.context().close();
+});
+
 test('a queue is paused and resumed', async () => {
   const page = await newPage();
   await page.goto(`${open.base}/queues/reports`);
