@@ -6,6 +6,8 @@
 //! is lower), so dependencies never form a cycle. These pure functions
 //! state the rules once; stores keep the waiting tasks and apply them.
 
+use std::collections::HashSet;
+
 use crate::error::StoreError;
 use crate::task::{Dependencies, NewTask, Parent, ParentFailure, TaskId};
 
@@ -30,17 +32,15 @@ pub fn validate_in_batch(tasks: &[NewTask]) -> Result<(), StoreError> {
 /// The ids a new task waits for, in the order named, each once: positions
 /// in the batch become the ids `batch` assigned them.
 pub fn resolve(after: &[Parent], batch: &[TaskId]) -> Vec<TaskId> {
-    let mut ids: Vec<TaskId> = Vec::with_capacity(after.len());
-    for p in after {
-        let id = match *p {
+    let mut seen: HashSet<TaskId> = HashSet::with_capacity(after.len());
+    after
+        .iter()
+        .map(|p| match *p {
             Parent::Task(id) => id,
             Parent::InBatch(i) => batch[i as usize],
-        };
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
-    ids
+        })
+        .filter(|id| seen.insert(*id))
+        .collect()
 }
 
 /// Refuses a parent id the store never assigned: at or past `next_id`.
@@ -114,24 +114,35 @@ pub fn at_enqueue(
     if after.is_empty() {
         return None;
     }
-    let mut deps = Dependencies {
-        waiting_on: after.clone(),
-        after,
-        failed: 0,
-        if_parent_fails: policy,
-    };
-    deps.waiting_on.sort_unstable();
-    let mut outcome = Outcome::Pending;
-    for id in deps.after.clone() {
-        if let Some(ending) = ended(id) {
-            if let Some(o) = on_parent_end(&mut deps, id, ending) {
-                if outcome != Outcome::Cancelled {
-                    outcome = o;
-                }
-            }
+    let mut waiting_on = Vec::with_capacity(after.len());
+    let mut failed = 0;
+    for &id in &after {
+        match ended(id) {
+            None => waiting_on.push(id),
+            Some(Ending::Failed) => failed += 1,
+            Some(Ending::Completed) => {}
         }
     }
-    Some((deps, outcome))
+    waiting_on.sort_unstable();
+    let ending = if failed > 0 {
+        Ending::Failed
+    } else {
+        Ending::Completed
+    };
+    // A task none of whose parents has ended yet waits, whatever `outcome`
+    // would say of an ending.
+    let settled = if waiting_on.len() == after.len() {
+        Outcome::Pending
+    } else {
+        outcome(ending, policy, waiting_on.len())
+    };
+    let deps = Dependencies {
+        after,
+        waiting_on,
+        failed,
+        if_parent_fails: policy,
+    };
+    Some((deps, settled))
 }
 
 #[cfg(test)]
