@@ -2,7 +2,7 @@
 //!
 //! Owned by the core thread alone, so nothing here locks. Each task is in
 //! exactly one index matching its state: the queue's ready index, the
-//! scheduled timer set, the lease timer set, or none (dead). Every
+//! scheduled timer set, the lease timer set, or none (dead, pending). Every
 //! transition is `detach` (leave the old index, uncount), change, `attach`
 //! (join the new index, count); keeping that discipline in one place is what
 //! keeps counts and indexes exact.
