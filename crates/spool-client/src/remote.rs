@@ -9,7 +9,7 @@ use serde_json::json;
 use spool_core::groups::validate_limit;
 use spool_core::store::validate_lease_wait;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken, ListOrder,
+    Ack, ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken, ListOrder,
     ListRequest, NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule,
     ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
@@ -141,15 +141,14 @@ impl Store for RemoteStore {
             .collect()
     }
 
-    async fn ack(
-        &self,
-        id: TaskId,
-        token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
-    ) -> Result<(), StoreError> {
+    async fn ack(&self, id: TaskId, token: LeaseToken, ack: Ack) -> Result<(), StoreError> {
         let mut body = json!({ "token": token.to_string() });
-        if let Some(at) = reschedule_at {
-            body["reschedule_at"] = json!(wire::time_out("reschedule_at", at)?);
+        match ack {
+            Ack::Done => {}
+            Ack::Result(r) => body["result"] = r.value(),
+            Ack::Reschedule(at) => {
+                body["reschedule_at"] = json!(wire::time_out("reschedule_at", at)?);
+            }
         }
         self.call(
             Method::POST,

@@ -23,7 +23,9 @@ use spool_core::{
 use spool_core::rfc3339;
 // Defined once for client and server: the settings, counts and dependency
 // shapes, and `*_ms`.
-pub(crate) use spool_core::wire::{ms, CountsJson, DepsJson, SettingsBody, SettingsJson};
+pub(crate) use spool_core::wire::{
+    ms, CountsJson, DepsJson, ParentResultJson, SettingsBody, SettingsJson,
+};
 
 fn bad_answer(what: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!("the server sent an invalid answer: {what}"))
@@ -228,6 +230,9 @@ pub(crate) struct TaskIn<'a> {
     parents_completed: Option<u32>,
     #[serde(default)]
     if_parent_fails: Option<ParentFailure>,
+    /// Absent when no parent left a result.
+    #[serde(default)]
+    parent_results: Vec<ParentResultJson>,
 }
 
 impl TaskIn<'_> {
@@ -253,6 +258,7 @@ impl TaskIn<'_> {
             if_parent_fails: self
                 .if_parent_fails
                 .ok_or_else(|| missing("if_parent_fails"))?,
+            parent_results: std::mem::take(&mut self.parent_results),
         };
         Ok(Some(Box::new(
             Dependencies::try_from(json).map_err(bad_answer)?,

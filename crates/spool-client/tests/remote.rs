@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use spool_client::{RemoteStore, RespStore};
 use spool_core::{
-    ClaimRequest, GroupStats, NewTask, Payload, PayloadFormat, QueueChange, QueueName, Store,
+    Ack, ClaimRequest, GroupStats, NewTask, Payload, PayloadFormat, QueueChange, QueueName, Store,
     StoreError, TaskGroup, TaskKey, TaskPatch, TaskRef,
 };
 use spool_server::{ServerConfig, TlsConfig};
@@ -74,7 +74,7 @@ async fn errors_map_back_to_store_errors() {
         Err(StoreError::LeaseHeld)
     );
     assert_eq!(
-        r.ack(out[0].id, spool_core::LeaseToken(token.0 ^ 1), None)
+        r.ack(out[0].id, spool_core::LeaseToken(token.0 ^ 1), Ack::Done)
             .await,
         Err(StoreError::LeaseLost)
     );
@@ -84,7 +84,7 @@ async fn errors_map_back_to_store_errors() {
         .await
         .unwrap();
     assert_eq!(extended.lease.unwrap().token, token);
-    r.ack(out[0].id, token, None).await.unwrap();
+    r.ack(out[0].id, token, Ack::Done).await.unwrap();
 }
 
 #[tokio::test]

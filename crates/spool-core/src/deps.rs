@@ -9,6 +9,7 @@
 use std::collections::HashSet;
 
 use crate::error::StoreError;
+use crate::outcome::TaskResult;
 use crate::task::{Dependencies, NewTask, Parent, ParentFailure, TaskId};
 
 /// Refuses a reference to a position of the batch that is not before the
@@ -88,6 +89,17 @@ pub fn on_parent_end(deps: &mut Dependencies, parent: TaskId, ending: Ending) ->
     Some(outcome(ending, deps.if_parent_fails, deps.waiting_on.len()))
 }
 
+/// Keeps `parent`'s result in `deps`, in parent order; the same parent
+/// again replaces it, so a store may apply the same ending twice. A store
+/// calls it when `parent` completed with a result while `deps`' task still
+/// waited for it.
+pub fn keep_result(deps: &mut Dependencies, parent: TaskId, result: TaskResult) {
+    match deps.results.binary_search_by_key(&parent, |(id, _)| *id) {
+        Ok(at) => deps.results[at].1 = result,
+        Err(at) => deps.results.insert(at, (parent, result)),
+    }
+}
+
 /// What a dependent becomes when one of its parents ends as `ending`,
 /// leaving `left` parents to wait for: for a store that tracks what is
 /// left without a copy of the dependencies.
@@ -141,6 +153,7 @@ pub fn at_enqueue(
         waiting_on,
         failed,
         if_parent_fails: policy,
+        results: Vec::new(),
     };
     Some((deps, settled))
 }
@@ -158,6 +171,7 @@ mod tests {
             after: ids,
             failed: 0,
             if_parent_fails: policy,
+            results: Vec::new(),
         }
     }
 
@@ -174,6 +188,16 @@ mod tests {
             Some(Outcome::Released)
         );
         assert_eq!(d.completed(), 2);
+    }
+
+    #[test]
+    fn results_are_kept_by_parent_once_each() {
+        let mut d = deps(&[1, 2, 3], ParentFailure::Run);
+        let r = |t: &str| TaskResult::from_json(t).unwrap();
+        keep_result(&mut d, TaskId(3), r("3"));
+        keep_result(&mut d, TaskId(1), r("1"));
+        keep_result(&mut d, TaskId(3), r("3"));
+        assert_eq!(d.results, vec![(TaskId(1), r("1")), (TaskId(3), r("3"))]);
     }
 
     #[test]

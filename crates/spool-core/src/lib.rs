@@ -19,6 +19,7 @@ pub mod groups;
 pub mod lease_wait;
 pub mod limits;
 pub mod names;
+pub mod outcome;
 pub mod rfc3339;
 pub mod schedule;
 pub mod settings;
@@ -33,6 +34,7 @@ pub use error::StoreError;
 pub use groups::GroupStats;
 pub use limits::{RateLimit, TokenBucket};
 pub use names::{Kind, NameError, QueueName, TaskGroup, TaskKey};
+pub use outcome::{Ack, TaskResult};
 pub use schedule::{Cadence, Schedule, ScheduleSpec};
 pub use settings::{QueueChange, QueueSettings};
 pub use store::{

@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use crate::error::StoreError;
 use crate::groups::GroupStats;
 use crate::names::{Kind, QueueName, TaskKey};
+use crate::outcome::Ack;
 use crate::schedule::{Schedule, ScheduleSpec};
 use crate::settings::{QueueChange, QueueSettings};
 use crate::task::{LeaseToken, NewTask, Payload, Task, TaskId, TaskState};
@@ -331,16 +332,13 @@ pub trait Store: Send + Sync + 'static {
     /// Leases up to `max` ready tasks in (priority, run_at, id) order.
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Task>, StoreError>;
 
-    /// Completes (deletes) the task, or with `reschedule_at` re-arms it as
-    /// scheduled with `attempt = 0`.
-    async fn ack(
-        &self,
-        id: TaskId,
-        token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
-    ) -> Result<(), StoreError>;
+    /// Completes (deletes) the task, handing a result, if any, to the tasks
+    /// waiting for it; or re-arms it as scheduled with `attempt = 0`
+    /// ([`Ack`]).
+    async fn ack(&self, id: TaskId, token: LeaseToken, ack: Ack) -> Result<(), StoreError>;
 
-    /// Acks many tasks; each item succeeds or fails on its own.
+    /// Acks many tasks as [`Ack::Done`]; each item succeeds or fails on its
+    /// own.
     async fn ack_many(
         &self,
         acks: Vec<(TaskId, LeaseToken)>,

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
 use crate::names::{Kind, QueueName, TaskGroup, TaskKey};
+use crate::outcome::TaskResult;
 use crate::time::Timestamp;
 use crate::trace::TraceParent;
 
@@ -291,6 +292,9 @@ pub struct Dependencies {
     pub failed: u32,
     /// What a dead or cancelled one does to this task.
     pub if_parent_fails: ParentFailure,
+    /// The results of those that completed with one, by parent id
+    /// ascending.
+    pub results: Vec<(TaskId, TaskResult)>,
 }
 
 impl Dependencies {

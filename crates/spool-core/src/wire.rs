@@ -19,7 +19,7 @@ mod counts;
 mod deps;
 
 pub use counts::CountsJson;
-pub use deps::DepsJson;
+pub use deps::{DepsJson, ParentResultJson};
 
 /// Whole milliseconds of a duration, for a `*_ms` field.
 pub fn ms(d: Duration) -> u64 {

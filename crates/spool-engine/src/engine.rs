@@ -12,9 +12,9 @@ use spool_core::groups::GroupStats;
 use spool_core::lease_wait::{wait_until_lost, RECHECK};
 use spool_core::store::validate_lease_wait;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask, QueueChange,
-    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
-    TaskPage, TaskPatch, TaskRef, Timestamp,
+    Ack, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
+    QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError,
+    Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 use spool_wal::{SegmentReader, Wal, WalConfig};
 use tokio::sync::{oneshot, watch};
@@ -211,13 +211,8 @@ impl Store for Engine {
         self.load_all(views)
     }
 
-    async fn ack(
-        &self,
-        id: TaskId,
-        token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
-    ) -> Result<(), StoreError> {
-        self.call(move |c| c.ack(id, token, reschedule_at)).await
+    async fn ack(&self, id: TaskId, token: LeaseToken, ack: Ack) -> Result<(), StoreError> {
+        self.call(move |c| c.ack(id, token, ack)).await
     }
 
     async fn ack_many(

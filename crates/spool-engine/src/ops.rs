@@ -16,7 +16,8 @@ use std::time::Duration;
 use spool_core::deps::Outcome;
 use spool_core::{
     Cadence, Dependencies, Kind, ParentFailure, Payload, PayloadFormat, QueueName, QueueSettings,
-    RateLimit, ScheduleSpec, TaskGroup, TaskId, TaskKey, TaskPatch, Timestamp, TraceParent,
+    RateLimit, ScheduleSpec, TaskGroup, TaskId, TaskKey, TaskPatch, TaskResult, Timestamp,
+    TraceParent,
 };
 use spool_wal::LogPos;
 
@@ -182,6 +183,9 @@ pub(crate) enum Op {
         ids: Vec<u64>,
         /// What their ending did to the tasks waiting for them.
         follow: Vec<Follow>,
+        /// The results acks gave, of tasks that others wait for: each is
+        /// logged once, however many tasks receive it.
+        results: Vec<(u64, TaskResult)>,
     },
     PutQueue {
         queue: QueueName,
@@ -361,6 +365,7 @@ pub(crate) fn read_deps(r: &mut Reader<'_>) -> Result<Dependencies, DecodeError>
         waiting_on,
         failed,
         if_parent_fails,
+        results: Vec::new(),
     })
 }
 
@@ -439,6 +444,40 @@ fn read_follow(r: &mut Reader<'_>) -> Result<Vec<Follow>, DecodeError> {
         });
     }
     Ok(follow)
+}
+
+/// Results by task: a count, then each task's id and JSON text, ids
+/// ascending. After the follow-ups of a delete record, written only when
+/// there are some: records written before results existed end after their
+/// follow-ups. The same in checkpoints, after a task's dependencies.
+pub(crate) fn put_results<'a>(
+    buf: &mut Vec<u8>,
+    results: impl ExactSizeIterator<Item = (u64, &'a TaskResult)>,
+) {
+    codec::put_u32(buf, results.len() as u32);
+    for (id, r) in results {
+        codec::put_u64(buf, id);
+        codec::put_str(buf, r.as_str());
+    }
+}
+
+pub(crate) fn read_results(r: &mut Reader<'_>) -> Result<Vec<(u64, TaskResult)>, DecodeError> {
+    let n = r.count("results", 12)?;
+    let mut results: Vec<(u64, TaskResult)> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let at = r.position();
+        let id = r.u64("result task")?;
+        if results.last().is_some_and(|(last, _)| *last >= id) {
+            return Err(DecodeError {
+                what: "result order",
+                at,
+            });
+        }
+        let text = r.str("result")?;
+        let result = TaskResult::from_json(text).map_err(|_| DecodeError { what: "result", at })?;
+        results.push((id, result));
+    }
+    Ok(results)
 }
 
 fn read_new_entry(r: &mut Reader<'_>, spans: &mut Vec<Span>) -> Result<NewEntry, DecodeError> {
@@ -807,13 +846,21 @@ impl Op {
                 put_opt_u64(buf, patch.run_at.map(|t| t.as_millis() as u64));
                 put_opt_u64(buf, patch.priority.map(|p| p as u16 as u64));
             }
-            Op::Delete { now, ids, follow } => {
+            Op::Delete {
+                now,
+                ids,
+                follow,
+                results,
+            } => {
                 put_ts(buf, *now);
                 codec::put_u32(buf, ids.len() as u32);
                 for id in ids {
                     codec::put_u64(buf, *id);
                 }
                 put_follow(buf, follow);
+                if !follow.is_empty() && !results.is_empty() {
+                    put_results(buf, results.iter().map(|(id, r)| (*id, r)));
+                }
             }
             Op::PutQueue { queue, settings } => {
                 codec::put_str(buf, queue.as_str());
@@ -965,7 +1012,17 @@ impl Op {
                     ids.push(r.u64("id")?);
                 }
                 let follow = read_follow(&mut r)?;
-                Op::Delete { now, ids, follow }
+                let results = if r.is_empty() {
+                    Vec::new()
+                } else {
+                    read_results(&mut r)?
+                };
+                Op::Delete {
+                    now,
+                    ids,
+                    follow,
+                    results,
+                }
             }
             kind::PUT_QUEUE => Op::PutQueue {
                 queue: read_name(&mut r, "queue", QueueName::new)?,
@@ -1123,6 +1180,7 @@ mod tests {
                 waiting_on: vec![TaskId(2)],
                 failed: 1,
                 if_parent_fails: ParentFailure::Run,
+                results: Vec::new(),
             },
             cancelled: false,
         };
@@ -1143,22 +1201,32 @@ mod tests {
             failed: 1,
             outcome: Outcome::Released,
         }];
-        let delete = Op::Delete {
-            now: Timestamp(5),
-            ids: vec![2],
-            follow: follow.clone(),
-        };
-        let mut body = Vec::new();
-        delete.encode(&mut body, &mut Vec::new());
-        match Op::decode(kind::DELETE, &body, &mut Vec::new()).unwrap() {
-            Op::Delete { ids, follow: f, .. } => assert_eq!((ids, f), (vec![2], follow)),
-            other => panic!("decoded {other:?}"),
+        let result = TaskResult::from_json(r#"{"rows":3}"#).unwrap();
+        for results in [Vec::new(), vec![(2, result)]] {
+            let delete = Op::Delete {
+                now: Timestamp(5),
+                ids: vec![2],
+                follow: follow.clone(),
+                results: results.clone(),
+            };
+            let mut body = Vec::new();
+            delete.encode(&mut body, &mut Vec::new());
+            match Op::decode(kind::DELETE, &body, &mut Vec::new()).unwrap() {
+                Op::Delete {
+                    ids,
+                    follow: f,
+                    results: r,
+                    ..
+                } => assert_eq!((ids, f, r), (vec![2], follow.clone(), results)),
+                other => panic!("decoded {other:?}"),
+            }
         }
         // Without follow-ups a delete is written as it always was.
         let plain = Op::Delete {
             now: Timestamp(5),
             ids: vec![2],
             follow: Vec::new(),
+            results: Vec::new(),
         };
         let mut plain_body = Vec::new();
         plain.encode(&mut plain_body, &mut Vec::new());

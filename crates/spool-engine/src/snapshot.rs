@@ -38,8 +38,9 @@ const SEGMENT: u8 = 8;
 /// a task that has one, so other tasks read as before trace context);
 /// those and then a byte of [`TAIL_TRACEPARENT`] and [`TAIL_GROUP`] bits
 /// saying which of the two follow (written only for a task with a group,
-/// so other tasks read as before groups), and [`TAIL_DEPS`] for a task's
-/// dependencies after them.
+/// so other tasks read as before groups), [`TAIL_DEPS`] for a task's
+/// dependencies after them, and [`TAIL_RESULTS`] for its parents' results
+/// after those.
 const NO_EXTRA: u8 = 0;
 const EXTRA_UNNUMBERED: u8 = 1;
 const EXTRA: u8 = 2;
@@ -48,6 +49,7 @@ const EXTRA_TAILED: u8 = 4;
 const TAIL_TRACEPARENT: u8 = 1;
 const TAIL_GROUP: u8 = 2;
 const TAIL_DEPS: u8 = 4;
+const TAIL_RESULTS: u8 = 8;
 
 /// Writes items into chunks, defining each queue and kind once, before
 /// the first item that refers to it.
@@ -136,7 +138,11 @@ impl SnapshotEncoder {
             };
             let group = if x.group.is_some() { TAIL_GROUP } else { 0 };
             let deps = if x.deps.is_some() { TAIL_DEPS } else { 0 };
-            codec::put_u8(buf, trace | group | deps);
+            let results = match &x.deps {
+                Some(d) if !d.results.is_empty() => TAIL_RESULTS,
+                _ => 0,
+            };
+            codec::put_u8(buf, trace | group | deps | results);
         }
         if let Some(tp) = &x.traceparent {
             codec::put_str(buf, tp);
@@ -146,6 +152,9 @@ impl SnapshotEncoder {
         }
         if let Some(d) = &x.deps {
             ops::put_deps(buf, d);
+            if !d.results.is_empty() {
+                ops::put_results(buf, d.results.iter().map(|(id, r)| (id.0, r)));
+            }
         }
     }
 
@@ -379,7 +388,9 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
         EXTRA_TAILED => {
             let tails_at = r.position();
             let tails = r.u8("extra tails")?;
-            if tails & !(TAIL_TRACEPARENT | TAIL_GROUP | TAIL_DEPS) != 0 {
+            let known = TAIL_TRACEPARENT | TAIL_GROUP | TAIL_DEPS | TAIL_RESULTS;
+            // Results are kept only with dependencies.
+            if tails & !known != 0 || tails & (TAIL_DEPS | TAIL_RESULTS) == TAIL_RESULTS {
                 return Err(DecodeError {
                     what: "extra tails",
                     at: tails_at,
@@ -399,7 +410,16 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
     };
     let deps = match tails & TAIL_DEPS {
         0 => None,
-        _ => Some(Box::new(ops::read_deps(r)?)),
+        _ => {
+            let mut d = ops::read_deps(r)?;
+            if tails & TAIL_RESULTS != 0 {
+                d.results = ops::read_results(r)?
+                    .into_iter()
+                    .map(|(id, r)| (spool_core::TaskId(id), r))
+                    .collect();
+            }
+            Some(Box::new(d))
+        }
     };
     Ok(Extra {
         updated_at,

@@ -109,6 +109,7 @@ fn read_deps(row: &Row) -> Result<Option<Dependencies>, StoreError> {
             .unwrap_or("cancel")
             .parse::<ParentFailure>()
             .map_err(corrupt)?,
+        results: Vec::new(),
     }))
 }
 

@@ -18,9 +18,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use spool_core::lease_wait::{wait_until_lost, RECHECK};
 use spool_core::store::validate_lease_wait;
 use spool_core::{
-    groups::GroupStats, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest,
-    NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store,
-    StoreError, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
+    groups::GroupStats, Ack, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken,
+    ListRequest, NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule,
+    ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 use tokio::task::JoinHandle;
 
@@ -218,13 +218,8 @@ impl Store for PgStore {
         self.backend.claim(req).await
     }
 
-    async fn ack(
-        &self,
-        id: TaskId,
-        token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
-    ) -> Result<(), StoreError> {
-        self.backend.ack(id, token, reschedule_at).await
+    async fn ack(&self, id: TaskId, token: LeaseToken, ack: Ack) -> Result<(), StoreError> {
+        self.backend.ack(id, token, ack).await
     }
 
     async fn ack_many(

@@ -14,10 +14,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use spool_core::schedule::tick_key;
 use spool_core::{
     Dependencies, Kind, LeaseToken, QueueName, Store, StoreError, Task, TaskGroup, TaskId, TaskKey,
-    Timestamp,
+    TaskResult, Timestamp,
 };
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -65,6 +67,8 @@ struct Shared {
     /// Set when the lease was found lost; `lost_signal` wakes the run.
     lost: AtomicBool,
     lost_signal: Notify,
+    /// What the ack leaves for the tasks waiting for this one.
+    result: Mutex<Option<TaskResult>>,
 }
 
 /// The lease as extensions leave it.
@@ -122,6 +126,7 @@ impl Context {
                 cut: AtomicBool::new(false),
                 lost: AtomicBool::new(false),
                 lost_signal: Notify::new(),
+                result: Mutex::new(None),
             }),
         }
     }
@@ -169,6 +174,39 @@ impl Context {
     /// has ended, so `waiting_on` is empty.
     pub fn deps(&self) -> Option<&Dependencies> {
         self.inner.task.deps.as_deref()
+    }
+
+    /// What `parent`'s ack left as its result, decoded: `None` when it is
+    /// not a parent of this task or left no result (docs/spec.md §3.2).
+    pub fn parent_result<T: DeserializeOwned>(
+        &self,
+        parent: TaskId,
+    ) -> Option<Result<T, serde_json::Error>> {
+        let results = &self.deps()?.results;
+        let at = results.binary_search_by_key(&parent, |(id, _)| *id).ok()?;
+        Some(serde_json::from_str(results[at].1.as_str()))
+    }
+
+    /// Leaves `value` as this run's result, should it complete: the tasks
+    /// waiting for this one read it with [`Context::parent_result`]. The
+    /// last call before the handler returns `Ok` counts. `bad_request` for
+    /// a value that does not serialize to JSON of at most
+    /// [`MAX_RESULT`](spool_core::outcome::MAX_RESULT) bytes.
+    pub fn set_result<T: Serialize + ?Sized>(&self, value: &T) -> Result<(), StoreError> {
+        let json = serde_json::to_string(value)
+            .map_err(|e| StoreError::bad_request(format!("a result that is not JSON: {e}")))?;
+        let result = TaskResult::from_json(&json)?;
+        *self.inner.result.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+        Ok(())
+    }
+
+    /// The result set for the ack, taken.
+    pub(crate) fn take_result(&self) -> Option<TaskResult> {
+        self.inner
+            .result
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// The task as claimed (payload, errors of earlier attempts, ...).

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use spool_core::{
-    ClaimRequest, FailRequest, Kind, LeaseToken, ListRequest, NewTask, Payload, QueueName,
+    Ack, ClaimRequest, FailRequest, Kind, LeaseToken, ListRequest, NewTask, Payload, QueueName,
     QueueSettings, QueueStats, Task, TaskId, TaskKey, TaskRef, TaskState,
 };
 
@@ -127,6 +127,13 @@ pub(crate) fn token(task: &Task) -> LeaseToken {
         .token
 }
 
+/// `task`, waiting for `parents`.
+pub(crate) fn after(task: NewTask, parents: &[TaskId]) -> NewTask {
+    parents
+        .iter()
+        .fold(task, |t, id| t.after(spool_core::Parent::Task(*id)))
+}
+
 /// A token that is not `t`.
 pub(crate) fn wrong(t: LeaseToken) -> LeaseToken {
     LeaseToken(t.0.wrapping_add(1))
@@ -239,7 +246,7 @@ pub(crate) async fn ack_wakes_a_held_back_claim(
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!waiting.is_finished(), "the limit held back nothing");
     let acked = std::time::Instant::now();
-    fx.store.ack(held.id, token(held), None).await.unwrap();
+    fx.store.ack(held.id, token(held), Ack::Done).await.unwrap();
     let got = waiting.await.unwrap().unwrap();
     let waited = acked.elapsed();
     assert_eq!(ids(&got), vec![next]);

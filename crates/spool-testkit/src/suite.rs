@@ -153,6 +153,9 @@ macro_rules! __with_cases {
             only_a_parents_end_releases_its_dependents
             pending_tasks_count_list_and_update
             a_long_poll_wakes_when_a_dependent_is_released
+            a_dependent_reads_its_parents_results
+            every_waiting_task_receives_the_result
+            a_result_goes_only_with_an_ack_that_counts
             due_task_shows_ready_everywhere
             expired_lease_shows_ready_everywhere
             schedules_round_trip

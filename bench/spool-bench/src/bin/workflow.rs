@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use spool::embedded::{Engine, EngineConfig};
-use spool_core::{ClaimRequest, NewTask, Parent, ParentFailure, Payload, QueueName, Store, TaskId};
+use spool_core::{
+    Ack, ClaimRequest, NewTask, Parent, ParentFailure, Payload, QueueName, Store, TaskId,
+};
 use tokio::sync::Mutex;
 
 #[derive(Parser, Debug)]
@@ -133,7 +135,7 @@ async fn main() {
             format!("-{:.2} ms", (last_ack - claimed_at).as_secs_f64() * 1e3)
         };
         engine
-            .ack(got[0].id, got[0].lease.as_ref().unwrap().token, None)
+            .ack(got[0].id, got[0].lease.as_ref().unwrap().token, Ack::Done)
             .await
             .unwrap();
         println!(

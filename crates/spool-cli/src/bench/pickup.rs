@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use spool_core::{ClaimRequest, LeaseToken, QueueName, Store, TaskId};
+use spool_core::{Ack, ClaimRequest, LeaseToken, QueueName, Store, TaskId};
 use tokio::sync::{mpsc, watch};
 
 use super::args::Workload;
@@ -141,7 +141,10 @@ async fn ack_all(
     mut acks: mpsc::UnboundedReceiver<(TaskId, LeaseToken)>,
 ) -> anyhow::Result<()> {
     while let Some((id, token)) = acks.recv().await {
-        store.ack(id, token, None).await.context("ack failed")?;
+        store
+            .ack(id, token, Ack::Done)
+            .await
+            .context("ack failed")?;
     }
     Ok(())
 }

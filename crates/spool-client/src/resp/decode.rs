@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use spool_core::wire::DepsJson;
+use spool_core::wire::{DepsJson, ParentResultJson};
 use spool_core::{
     Cadence, Dependencies, EnqueueOutcome, ErrorRecord, GroupStats, Kind, Lease, LeaseToken,
     ParentFailure, Payload, QueueName, QueueSettings, QueueStats, RateLimit, Schedule,
@@ -216,10 +216,27 @@ fn deps(f: &Fields) -> Result<Option<Box<Dependencies>>, StoreError> {
         if_parent_fails: text(f.get("if_parent_fails")?)?
             .parse::<ParentFailure>()
             .map_err(bad_answer)?,
+        parent_results: f
+            .optional("parent_results", parent_results)?
+            .unwrap_or_default(),
     };
     Ok(Some(Box::new(
         Dependencies::try_from(json).map_err(bad_answer)?,
     )))
+}
+
+/// `[[id, json], ...]`: each parent's result, its JSON as text.
+fn parent_results(v: &Value) -> Result<Vec<ParentResultJson>, StoreError> {
+    array(v.clone())?
+        .into_iter()
+        .map(|pair| match array(pair)?.as_slice() {
+            [id, json] => Ok(ParentResultJson {
+                id: uint(id)?,
+                result: serde_json::from_str(&text(json)?).map_err(bad_answer)?,
+            }),
+            _ => Err(bad_answer("a parent result is not an [id, json] pair")),
+        })
+        .collect()
 }
 
 fn ids(v: &Value) -> Result<Vec<u64>, StoreError> {

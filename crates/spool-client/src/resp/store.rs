@@ -16,10 +16,10 @@ use spool_core::store::validate_lease_wait;
 use spool_core::task::RunAt;
 use spool_core::time::duration_millis;
 use spool_core::{
-    Cadence, ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken, ListOrder,
-    ListRequest, NewTask, Parent, ParentFailure, Payload, PayloadFormat, QueueChange, QueueName,
-    QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId, TaskPage,
-    TaskPatch, TaskRef, Timestamp,
+    Ack, Cadence, ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken,
+    ListOrder, ListRequest, NewTask, Parent, ParentFailure, Payload, PayloadFormat, QueueChange,
+    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
+    TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 
 use super::conn::encode;
@@ -277,15 +277,12 @@ impl Store for RespStore {
             .collect()
     }
 
-    async fn ack(
-        &self,
-        id: TaskId,
-        token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
-    ) -> Result<(), StoreError> {
+    async fn ack(&self, id: TaskId, token: LeaseToken, ack: Ack) -> Result<(), StoreError> {
         let mut cmd = Cmd::new("ACK").token(id, token);
-        if let Some(at) = reschedule_at {
-            cmd = cmd.arg("RESCHEDULE").num(at.0);
+        match &ack {
+            Ack::Done => {}
+            Ack::Result(r) => cmd = cmd.arg("RESULT").arg(r.as_str()),
+            Ack::Reschedule(at) => cmd = cmd.arg("RESCHEDULE").num(at.0),
         }
         self.ok(cmd, Target::Task).await
     }

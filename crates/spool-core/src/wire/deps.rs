@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::outcome::TaskResult;
 use crate::task::{Dependencies, ParentFailure, TaskId};
 
 /// What a task waits for and how those tasks ended so far. Present on a
@@ -22,6 +23,21 @@ pub struct DepsJson {
     pub parents_completed: u32,
     /// What a parent ending dead or cancelled does to the task.
     pub if_parent_fails: ParentFailure,
+    /// The results the parents that completed with one left, by parent id
+    /// ascending; absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parent_results: Vec<ParentResultJson>,
+}
+
+/// One parent's result.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ParentResultJson {
+    /// The parent's id.
+    pub id: u64,
+    /// What its ack gave as `result`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub result: serde_json::Value,
 }
 
 impl From<&Dependencies> for DepsJson {
@@ -32,6 +48,14 @@ impl From<&Dependencies> for DepsJson {
             parents_failed: d.failed,
             parents_completed: d.completed(),
             if_parent_fails: d.if_parent_fails,
+            parent_results: d
+                .results
+                .iter()
+                .map(|(id, r)| ParentResultJson {
+                    id: id.0,
+                    result: r.value(),
+                })
+                .collect(),
         }
     }
 }
@@ -53,11 +77,18 @@ impl TryFrom<DepsJson> for Dependencies {
                 j.parents_completed
             ));
         }
+        let mut results = Vec::with_capacity(j.parent_results.len());
+        for p in j.parent_results {
+            let r = TaskResult::new(&p.result).map_err(|e| e.to_string())?;
+            results.push((TaskId(p.id), r));
+        }
+        results.sort_by_key(|(id, _)| *id);
         Ok(Dependencies {
             after: j.after.into_iter().map(TaskId).collect(),
             waiting_on: j.waiting_on.into_iter().map(TaskId).collect(),
             failed: j.parents_failed,
             if_parent_fails: j.if_parent_fails,
+            results,
         })
     }
 }
@@ -73,13 +104,17 @@ mod tests {
             waiting_on: vec![TaskId(9)],
             failed: 1,
             if_parent_fails: ParentFailure::Run,
+            results: vec![(
+                TaskId(2),
+                TaskResult::from_json(r#"{"n":1}"#).map_err(|e| e.to_string())?,
+            )],
         };
         let j = DepsJson::from(&d);
         assert_eq!(j.parents_completed, 1);
         let text = serde_json::to_string(&j).map_err(|e| e.to_string())?;
         assert_eq!(
             text,
-            r#"{"after":[4,2,9],"waiting_on":[9],"parents_failed":1,"parents_completed":1,"if_parent_fails":"run"}"#
+            r#"{"after":[4,2,9],"waiting_on":[9],"parents_failed":1,"parents_completed":1,"if_parent_fails":"run","parent_results":[{"id":2,"result":{"n":1}}]}"#
         );
         assert_eq!(Dependencies::try_from(j)?, d);
         Ok(())
@@ -93,6 +128,7 @@ mod tests {
             parents_failed: 2,
             parents_completed: 0,
             if_parent_fails: ParentFailure::Cancel,
+            parent_results: Vec::new(),
         };
         assert!(Dependencies::try_from(j).is_err());
     }

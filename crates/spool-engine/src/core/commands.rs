@@ -15,9 +15,9 @@ use spool_core::schedule::tick_key;
 use spool_core::task::RunAt;
 use spool_core::transition::{self, after_failure, after_lease_expiry, lease_for, LEASE_EXPIRED};
 use spool_core::{
-    backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
-    Parent, QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, StoreError,
-    TaskId, TaskKey, TaskPatch, TaskRef, TaskState, Timestamp,
+    backoff, Ack, ClaimRequest, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest,
+    NewTask, Parent, QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec,
+    StoreError, TaskId, TaskKey, TaskPatch, TaskRef, TaskResult, TaskState, Timestamp,
 };
 
 use super::waiters::{ClaimReply, Waiter};
@@ -314,9 +314,26 @@ impl Core {
 
     /// Deletes tasks that ended as `ending` (acked: completed; cancelled:
     /// failed), with what that does to the tasks waiting for them.
-    fn commit_delete(&mut self, now: Timestamp, ids: Vec<u64>, ending: Ending) {
+    /// Deletes `ids`, which ended as `ending`; `result` is the one ack's
+    /// result, logged only when a task waits for it.
+    fn commit_delete(
+        &mut self,
+        now: Timestamp,
+        ids: Vec<u64>,
+        ending: Ending,
+        result: Option<TaskResult>,
+    ) {
         let follow = self.state.follow(ids.iter().map(|&id| (id, ending)));
-        self.commit(Op::Delete { now, ids, follow });
+        let results = match (result, ids.as_slice()) {
+            (Some(r), &[id]) if !follow.is_empty() => vec![(id, r)],
+            _ => Vec::new(),
+        };
+        self.commit(Op::Delete {
+            now,
+            ids,
+            follow,
+            results,
+        });
     }
 
     /// A new task's dependencies: its parents resolved (positions in the
@@ -370,21 +387,24 @@ impl Core {
         &mut self,
         id: TaskId,
         token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
+        ack: Ack,
     ) -> Result<(), StoreError> {
         self.valid_lease(id, token)?;
-        match reschedule_at {
-            Some(at) => self.settle_one(Settlement {
-                id: id.0,
-                attempt: 0,
-                next: Next::Waiting(at),
-                error: None,
-            }),
-            None => {
-                let now = self.now();
-                self.commit_delete(now, vec![id.0], Ending::Completed);
+        let result = match ack {
+            Ack::Reschedule(at) => {
+                self.settle_one(Settlement {
+                    id: id.0,
+                    attempt: 0,
+                    next: Next::Waiting(at),
+                    error: None,
+                });
+                return Ok(());
             }
-        }
+            Ack::Done => None,
+            Ack::Result(r) => Some(r),
+        };
+        let now = self.now();
+        self.commit_delete(now, vec![id.0], Ending::Completed, result);
         Ok(())
     }
 
@@ -412,7 +432,7 @@ impl Core {
         // A library caller may ack millions at once: one record each slice,
         // so none outgrows the log's record limit.
         for slice in ids.chunks(DELETE_SLICE) {
-            self.commit_delete(now, slice.to_vec(), Ending::Completed);
+            self.commit_delete(now, slice.to_vec(), Ending::Completed, None);
         }
         Ok(results)
     }
@@ -533,7 +553,7 @@ impl Core {
         self.refuse_if_full()?;
         let id = self.state.find(&task)?;
         let now = self.now();
-        self.commit_delete(now, vec![id], Ending::Failed);
+        self.commit_delete(now, vec![id], Ending::Failed, None);
         Ok(())
     }
 

@@ -48,7 +48,7 @@ impl State {
                         }
                     });
                 }
-                self.apply_follow(*now, follow);
+                self.apply_follow(*now, follow, &[]);
             }
             Op::Extend {
                 now,
@@ -98,11 +98,16 @@ impl State {
                     self.pin(to);
                 }
             }
-            Op::Delete { now, ids, follow } => {
+            Op::Delete {
+                now,
+                ids,
+                follow,
+                results,
+            } => {
                 for &id in ids {
                     self.remove(id, *now);
                 }
-                self.apply_follow(*now, follow);
+                self.apply_follow(*now, follow, results);
             }
             Op::PutQueue { queue, settings } => {
                 let q = self.ensure_queue(queue, || settings.clone());

@@ -13,11 +13,22 @@
 //! checkpoint held of the parent.
 
 use hashbrown::{HashMap, HashSet};
-use spool_core::deps::{outcome, Ending, Outcome};
-use spool_core::{Dependencies, TaskId, TaskState, Timestamp};
+use spool_core::deps::{keep_result, outcome, Ending, Outcome};
+use spool_core::{Dependencies, TaskId, TaskResult, TaskState, Timestamp};
 
 use super::State;
 use crate::ops::Follow;
+
+/// What one task's follow-ups in a record do to it.
+struct Struck {
+    /// The parents struck from its waits.
+    parents: Vec<TaskId>,
+    /// Its count of failed parents afterwards.
+    failed: u32,
+    cancelled: bool,
+    /// The results of struck parents that left one.
+    results: Vec<(TaskId, TaskResult)>,
+}
 
 impl State {
     /// How `parent` stands for a task naming it at enqueue: gone counts as
@@ -107,14 +118,20 @@ impl State {
         out
     }
 
-    /// Applies an ending's follow-ups. One whose task is gone, or no longer
-    /// waits for that parent, was applied already (a replay over a
-    /// checkpoint that holds it) and changes nothing. A task's follow-ups
-    /// are applied together: a callback whose members end a hundred at a
-    /// time strikes them from its waits in one pass.
-    pub(super) fn apply_follow(&mut self, now: Timestamp, follow: &[Follow]) {
+    /// Applies an ending's follow-ups, handing each task waiting for a
+    /// parent in `results` that parent's result. One whose task is gone,
+    /// or no longer waits for that parent, was applied already (a replay
+    /// over a checkpoint that holds it) and changes nothing. A task's
+    /// follow-ups are applied together: a callback whose members end a
+    /// hundred at a time strikes them from its waits in one pass.
+    pub(super) fn apply_follow(
+        &mut self,
+        now: Timestamp,
+        follow: &[Follow],
+        results: &[(u64, TaskResult)],
+    ) {
         let mut order: Vec<u64> = Vec::new();
-        let mut by_task: HashMap<u64, (Vec<TaskId>, u32, bool)> = HashMap::new();
+        let mut by_task: HashMap<u64, Struck> = HashMap::new();
         for f in follow {
             let Some(deps) = self.tasks.extra(f.task).and_then(|x| x.deps.as_deref()) else {
                 continue;
@@ -124,11 +141,20 @@ impl State {
             }
             let entry = by_task.entry(f.task).or_insert_with(|| {
                 order.push(f.task);
-                (Vec::new(), f.failed, false)
+                Struck {
+                    parents: Vec::new(),
+                    failed: f.failed,
+                    cancelled: false,
+                    results: Vec::new(),
+                }
             });
-            entry.0.push(TaskId(f.parent));
-            entry.1 = entry.1.max(f.failed);
-            entry.2 |= f.outcome == Outcome::Cancelled;
+            entry.parents.push(TaskId(f.parent));
+            entry.failed = entry.failed.max(f.failed);
+            entry.cancelled |= f.outcome == Outcome::Cancelled;
+            // Results come one per ack: a short list to look through.
+            if let Some((_, r)) = results.iter().find(|(id, _)| *id == f.parent) {
+                entry.results.push((TaskId(f.parent), r.clone()));
+            }
             if let Some(set) = self.children.get_mut(&f.parent) {
                 set.remove(&f.task);
                 if set.is_empty() {
@@ -137,10 +163,10 @@ impl State {
             }
         }
         for task in order {
-            let Some((mut struck, failed, cancelled)) = by_task.remove(&task) else {
+            let Some(mut struck) = by_task.remove(&task) else {
                 continue;
             };
-            struck.sort_unstable();
+            struck.parents.sort_unstable();
             let Some(deps) = self
                 .tasks
                 .extra_mut(task)
@@ -148,10 +174,14 @@ impl State {
             else {
                 continue;
             };
-            deps.waiting_on.retain(|p| struck.binary_search(p).is_err());
-            deps.failed = failed;
+            deps.waiting_on
+                .retain(|p| struck.parents.binary_search(p).is_err());
+            deps.failed = struck.failed;
+            for (parent, r) in struck.results {
+                keep_result(deps, parent, r);
+            }
             let released = deps.waiting_on.is_empty();
-            if cancelled {
+            if struck.cancelled {
                 self.remove(task, now);
             } else if released {
                 self.release(task, now);

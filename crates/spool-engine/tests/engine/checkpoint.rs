@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use rand::Rng;
 use spool_core::{
-    ClaimRequest, FailRequest, ListRequest, NewTask, Payload, QueueName, Store, Task, TaskGroup,
-    TaskKey, TaskState,
+    Ack, ClaimRequest, FailRequest, ListRequest, NewTask, Payload, QueueName, Store, Task,
+    TaskGroup, TaskKey, TaskState,
 };
 use spool_engine::{Engine, EngineConfig};
 
@@ -53,7 +53,7 @@ async fn churn(engine: Arc<Engine>, stop: Arc<AtomicBool>, worker: u32) {
             let token = t.lease.as_ref().unwrap().token;
             let choice = rand::thread_rng().gen_range(0..4);
             match choice {
-                0 => engine.ack(t.id, token, None).await.unwrap(),
+                0 => engine.ack(t.id, token, Ack::Done).await.unwrap(),
                 1 => {
                     engine
                         .fail(t.id, token, FailRequest::new("flaky"))

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use spool_core::{NewTask, Payload, QueueName, Store, StoreError, TaskId, TaskRef};
+use spool_core::{Ack, NewTask, Payload, QueueName, Store, StoreError, TaskId, TaskRef};
 use spool_engine::{Engine, EngineConfig, EngineError, RecoveryMode};
 use spool_wal::{CrashMode, FaultyFs, Fs, WalError};
 
@@ -102,7 +102,7 @@ async fn power_loss_under_load_loses_nothing_acknowledged() {
                     };
                     for t in claimed {
                         let token = t.lease.as_ref().unwrap().token;
-                        if engine.ack(t.id, token, None).await.is_err() {
+                        if engine.ack(t.id, token, Ack::Done).await.is_err() {
                             return;
                         }
                         acked.lock().unwrap().insert(t.id.0);

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use spool_core::{ClaimRequest, Kind, NewTask, Payload, QueueName, Store};
+use spool_core::{Ack, ClaimRequest, Kind, NewTask, Payload, QueueName, Store};
 use spool_engine::{Engine, EngineConfig};
 
 fn q() -> QueueName {
@@ -123,7 +123,7 @@ async fn a_task_waited_for_by_the_most_tasks_still_ends() {
         .remove(0);
     assert_eq!(t.id, parent);
     let token = t.lease.unwrap().token;
-    engine.ack(parent, token, None).await.unwrap();
+    engine.ack(parent, token, Ack::Done).await.unwrap();
     still_writes(&engine).await;
     let stats = engine.stats().await.unwrap();
     assert_eq!(stats[0].counts.ready, 100_001, "every child released");

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use spool_core::{
-    ClaimRequest, Clock, FailRequest, LeaseToken, ListRequest, ManualClock, NewTask, Parent,
+    Ack, ClaimRequest, Clock, FailRequest, LeaseToken, ListRequest, ManualClock, NewTask, Parent,
     ParentFailure, Payload, QueueName, QueueSettings, Store, StoreError, Task, TaskGroup, TaskId,
-    TaskKey, TaskRef, TaskState, Timestamp,
+    TaskKey, TaskRef, TaskResult, TaskState, Timestamp,
 };
 use spool_engine::{Engine, EngineConfig};
 use spool_testkit::model::Model;
@@ -46,6 +46,8 @@ enum Action {
     Ack {
         pick: u8,
         reschedule_ms: Option<u16>,
+        /// Acks with `{"n": result}` (when not rescheduled).
+        result: Option<u16>,
     },
     Fail {
         pick: u8,
@@ -85,7 +87,8 @@ fn action() -> impl Strategy<Value = Action> {
                 queue, count, priority, delay_ms, key, group, after, chain, run,
             }),
         4 => (0..2u8, 1..4u8, 50..1500u16).prop_map(|(queue, max, lease_ms)| Action::Claim { queue, max, lease_ms }),
-        2 => (any::<u8>(), prop::option::weighted(0.2, 0..1000u16)).prop_map(|(pick, reschedule_ms)| Action::Ack { pick, reschedule_ms }),
+        2 => (any::<u8>(), prop::option::weighted(0.2, 0..1000u16), prop::option::weighted(0.5, any::<u16>()))
+            .prop_map(|(pick, reschedule_ms, result)| Action::Ack { pick, reschedule_ms, result }),
         2 => (any::<u8>(), prop::option::of(0..800u16), prop::bool::weighted(0.2))
             .prop_map(|(pick, retry_ms, discard)| Action::Fail { pick, retry_ms, discard }),
         1 => any::<u8>().prop_map(|pick| Action::Release { pick }),
@@ -364,14 +367,21 @@ async fn apply(h: &mut Harness, a: Action) {
         Action::Ack {
             pick: p,
             reschedule_ms,
+            result,
         } => {
             let Some((id, token, mine)) = pick(&h.leased().await, p) else {
                 return;
             };
             let now = h.clock.now();
-            let at = reschedule_ms.map(|ms| now.plus(Duration::from_millis(ms as u64)));
-            h.e().ack(TaskId(id), token, at).await.unwrap();
-            h.model.ack(TaskId(id), mine, at).await.unwrap();
+            let ack = match (reschedule_ms, result) {
+                (Some(ms), _) => Ack::Reschedule(now.plus(Duration::from_millis(ms as u64))),
+                (None, Some(n)) => {
+                    Ack::Result(TaskResult::from_json(&format!("{{\"n\":{n}}}")).unwrap())
+                }
+                (None, None) => Ack::Done,
+            };
+            h.e().ack(TaskId(id), token, ack.clone()).await.unwrap();
+            h.model.ack(TaskId(id), mine, ack).await.unwrap();
         }
         Action::Fail {
             pick: p,
@@ -426,14 +436,14 @@ async fn apply(h: &mut Harness, a: Action) {
             if matches!(&current, Ok(t) if t.lease.as_ref().is_some_and(|l| l.token == mine)) {
                 return;
             }
-            let err = h.e().ack(TaskId(id), token, None).await.unwrap_err();
+            let err = h.e().ack(TaskId(id), token, Ack::Done).await.unwrap_err();
             let expect = if current.is_ok() {
                 StoreError::LeaseLost
             } else {
                 StoreError::NotFound
             };
             assert_eq!(err, expect);
-            let model = h.model.ack(TaskId(id), mine, None).await.unwrap_err();
+            let model = h.model.ack(TaskId(id), mine, Ack::Done).await.unwrap_err();
             assert_eq!(err, model, "the model's answer");
         }
         Action::Cancel { pick: p } => {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use spool_core::transition::{after_failure, push_error, Next};
 use spool_core::{
-    backoff, FailRequest, LeaseToken, StoreError, Task, TaskId, TaskState, Timestamp,
+    backoff, Ack, FailRequest, LeaseToken, StoreError, Task, TaskId, TaskState, Timestamp,
 };
 use tokio_postgres::Row;
 
@@ -136,15 +136,18 @@ impl Backend {
         &self,
         id: TaskId,
         token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
+        ack: Ack,
     ) -> Result<(), StoreError> {
-        match reschedule_at {
+        match ack {
             // Re-arm: scheduled again with attempt 0 (the periodic pattern).
-            Some(at) => self
+            Ack::Reschedule(at) => self
                 .give_back(id, token, Some(at), Some(0))
                 .await
                 .map(|_| ()),
-            None => {
+            Ack::Result(_) => Err(StoreError::bad_request(
+                "this store does not keep results yet",
+            )),
+            Ack::Done => {
                 let mut results = self.ack_many(&[(id, token)]).await?;
                 results
                     .pop()

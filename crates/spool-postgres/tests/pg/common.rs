@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use spool_core::{ClaimRequest, QueueName, Store, Task, TaskId};
+use spool_core::{Ack, ClaimRequest, QueueName, Store, Task, TaskId};
 use spool_postgres::{ClaimStrategy, PgConfig, PgStore};
 use spool_testkit::{Fixture, TimeControl};
 
@@ -148,7 +148,7 @@ pub(crate) async fn drain_across(
                     for t in got {
                         released(&t);
                         let token = t.lease.as_ref().expect("a lease").token;
-                        store.ack(t.id, token, None).await.expect("an ack");
+                        store.ack(t.id, token, Ack::Done).await.expect("an ack");
                         acked.lock().unwrap_or_else(|e| e.into_inner()).push(t.id);
                         done.fetch_add(1, Ordering::SeqCst);
                     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{connect, fresh_schema, test_config, DropSchema};
 use spool_core::{
-    ClaimRequest, NewTask, Parent, ParentFailure, Payload, QueueName, Store, TaskId, TaskRef,
+    Ack, ClaimRequest, NewTask, Parent, ParentFailure, Payload, QueueName, Store, TaskId, TaskRef,
     TaskState,
 };
 
@@ -57,7 +57,7 @@ async fn an_ack_on_one_node_wakes_a_claim_for_the_child_on_another() {
         .unwrap();
     let token = leased[0].lease.as_ref().unwrap().token;
     let acked_at = Instant::now();
-    first.ack(parent, token, None).await.unwrap();
+    first.ack(parent, token, Ack::Done).await.unwrap();
 
     let (got, woke_at) = waiting.await.unwrap();
     assert_eq!(got.iter().map(|t| t.id).collect::<Vec<_>>(), vec![child]);
@@ -107,7 +107,7 @@ async fn parents_acked_at_once_from_two_nodes_release_their_callback_once() {
             let items = items.to_vec();
             tokio::spawn(async move {
                 for (id, token) in items {
-                    store.ack(id, token, None).await.unwrap();
+                    store.ack(id, token, Ack::Done).await.unwrap();
                 }
             })
         })

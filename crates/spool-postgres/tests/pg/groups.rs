@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use spool_core::{
-    ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store, Task, TaskGroup,
+    Ack, ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store, Task, TaskGroup,
 };
 use spool_postgres::PgStore;
 use tokio_postgres::NoTls;
@@ -188,7 +188,7 @@ async fn a_slot_freed_on_one_node_serves_another() {
     assert!(!waiting.is_finished(), "the full group handed out a task");
     let acked = Instant::now();
     let token = second[0].lease.as_ref().unwrap().token;
-    stores[1].ack(second[0].id, token, None).await.unwrap();
+    stores[1].ack(second[0].id, token, Ack::Done).await.unwrap();
     let got = waiting.await.unwrap();
     let waited = acked.elapsed();
     assert_eq!(got.len(), 1);

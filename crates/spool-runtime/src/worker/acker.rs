@@ -22,7 +22,7 @@ pub(crate) const CAPACITY: usize = 16_384;
 const BATCH: usize = 4096;
 
 #[derive(Debug)]
-pub(crate) struct Ack {
+pub(crate) struct QueuedAck {
     pub id: TaskId,
     pub token: LeaseToken,
     /// When the lease runs out here: no point acking after it.
@@ -33,7 +33,7 @@ pub(crate) struct Ack {
 /// every sender is gone.
 pub(crate) async fn run(
     store: Arc<dyn Store>,
-    mut rx: mpsc::Receiver<Ack>,
+    mut rx: mpsc::Receiver<QueuedAck>,
     done: CancellationToken,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
@@ -55,7 +55,7 @@ pub(crate) async fn run(
     }
 }
 
-async fn flush(store: &dyn Store, batch: &mut Vec<Ack>) {
+async fn flush(store: &dyn Store, batch: &mut Vec<QueuedAck>) {
     let mut backoff = ErrorBackoff::new();
     while !batch.is_empty() {
         let now = Instant::now();

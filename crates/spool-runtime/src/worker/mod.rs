@@ -56,7 +56,7 @@ pub(crate) struct Shared {
     pub store: Arc<dyn Store>,
     pub id: String,
     pub clock: Arc<StoreClock>,
-    pub acks: mpsc::Sender<acker::Ack>,
+    pub acks: mpsc::Sender<acker::QueuedAck>,
     /// Stop claiming.
     pub stop: CancellationToken,
     /// Cut off the runs still going and release their tasks.

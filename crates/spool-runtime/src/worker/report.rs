@@ -8,10 +8,10 @@
 
 use std::future::Future;
 
-use spool_core::{FailRequest, LeaseToken, StoreError, Task, TaskId, Timestamp};
+use spool_core::{Ack, FailRequest, LeaseToken, StoreError, Task, TaskId, TaskResult, Timestamp};
 use tokio::time::Instant;
 
-use super::acker::Ack;
+use super::acker::QueuedAck;
 use super::pool::Pool;
 use crate::backoff::ErrorBackoff;
 
@@ -24,18 +24,27 @@ pub(crate) struct Reporter<'a> {
 }
 
 impl Reporter<'_> {
-    pub(crate) async fn ack(&self) {
-        let ack = Ack {
-            id: self.id,
-            token: self.token,
-            expires: self.expires,
+    /// Acks through the acker's batches; an ack with a result, which
+    /// `ack_many` does not carry, goes on its own.
+    pub(crate) async fn ack(&self, result: Option<TaskResult>) {
+        let store = &self.pool.shared.store;
+        let direct = match result {
+            Some(r) => Ack::Result(r),
+            None => {
+                let ack = QueuedAck {
+                    id: self.id,
+                    token: self.token,
+                    expires: self.expires,
+                };
+                if self.pool.shared.acks.send(ack).await.is_ok() {
+                    return;
+                }
+                // The acker is gone (the worker was dropped).
+                Ack::Done
+            }
         };
-        if self.pool.shared.acks.send(ack).await.is_err() {
-            // The acker is gone (the worker was dropped): ack directly.
-            let store = &self.pool.shared.store;
-            self.persist("ack", || store.ack(self.id, self.token, None))
-                .await;
-        }
+        self.persist("ack", || store.ack(self.id, self.token, direct.clone()))
+            .await;
     }
 
     pub(crate) async fn fail(&self, req: FailRequest) -> Option<Task> {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use spool_core::{FailRequest, Task, TaskState};
+use spool_core::{FailRequest, Task, TaskResult, TaskState};
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 
@@ -121,22 +121,25 @@ async fn execute(pool: &Pool, task: Task) {
     }
     // Heartbeats may have moved the lease.
     report.expires = ctx.lease_expiry();
-    conclude(pool, &report, handler.as_ref(), attempt, outcome).await;
+    let result = ctx.take_result();
+    conclude(pool, &report, handler.as_ref(), attempt, outcome, result).await;
 }
 
-/// Reports how the run ended, and runs `on_dead` if it made the task dead.
+/// Reports how the run ended (an ack with the result the run set), and
+/// runs `on_dead` if it made the task dead.
 async fn conclude(
     pool: &Pool,
     report: &Reporter<'_>,
     handler: &dyn ErasedHandler,
     attempt: u32,
     outcome: Outcome,
+    result: Option<TaskResult>,
 ) {
     let shared = &pool.shared;
     let (message, discard, after) = match outcome {
         Outcome::Done => {
             span::outcome("ok");
-            report.ack().await;
+            report.ack(result).await;
             return;
         }
         Outcome::LeaseLost => {

@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use spool_core::{
-    ClaimRequest, Clock, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken, ListRequest,
-    ManualClock, NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule,
+    Ack, ClaimRequest, Clock, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken,
+    ListRequest, ManualClock, NewTask, QueueChange, QueueName, QueueSettings, QueueStats, Schedule,
     ScheduleSpec, Store, StoreError, SystemClock, Task, TaskId, TaskPage, TaskPatch, TaskRef,
     Timestamp,
 };
@@ -121,13 +121,8 @@ impl Store for Paused {
         }
     }
 
-    async fn ack(
-        &self,
-        id: TaskId,
-        token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
-    ) -> Result<(), StoreError> {
-        self.change(self.engine.ack(id, token, reschedule_at))
+    async fn ack(&self, id: TaskId, token: LeaseToken, ack: Ack) -> Result<(), StoreError> {
+        self.change(self.engine.ack(id, token, ack))
     }
 
     async fn ack_many(

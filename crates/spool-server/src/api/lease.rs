@@ -10,7 +10,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use spool_core::{FailRequest, LeaseToken, StoreError, TaskId, TaskState};
+use spool_core::{Ack, FailRequest, LeaseToken, StoreError, TaskId, TaskResult, TaskState};
 use utoipa::ToSchema;
 
 use super::token;
@@ -20,7 +20,7 @@ use crate::metrics::{queue_label, COMPLETED, DEAD, FAILED};
 use crate::state::AppState;
 use crate::wire::{self, TaskJson};
 
-/// `{token, reschedule_at?}`.
+/// `{token, reschedule_at?, result?}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AckBody {
@@ -29,6 +29,30 @@ pub(super) struct AckBody {
     /// `attempt = 0`.
     #[schema(format = DateTime)]
     pub reschedule_at: Option<String>,
+    /// Any JSON of at most 4 KiB, written compactly: handed to the tasks
+    /// that wait for this one, which read it in their `parent_results`.
+    /// Not with `reschedule_at`.
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<serde_json::Value>,
+}
+
+impl AckBody {
+    /// What the ack asks for: `bad_request` for a result over the limit or
+    /// given with `reschedule_at`.
+    fn ack(&self) -> Result<Ack, ApiError> {
+        let at = match self.reschedule_at.as_deref() {
+            Some(s) => Some(wire::timestamp("reschedule_at", s)?),
+            None => None,
+        };
+        Ok(match (at, &self.result) {
+            (Some(_), Some(_)) => return Err(ApiError::Store(StoreError::bad_request(
+                "result and reschedule_at exclude each other: a rescheduled task is not completed",
+            ))),
+            (Some(at), None) => Ack::Reschedule(at),
+            (None, Some(r)) => Ack::Result(TaskResult::new(r)?),
+            (None, None) => Ack::Done,
+        })
+    }
 }
 
 /// `{token, message, retry_at?, discard?}`.
@@ -87,12 +111,9 @@ pub(super) async fn ack(
     ApiPath(id): ApiPath<TaskId>,
     ApiJson(body): ApiJson<AckBody>,
 ) -> Result<StatusCode, ApiError> {
-    let at = match body.reschedule_at.as_deref() {
-        Some(s) => Some(wire::timestamp("reschedule_at", s)?),
-        None => None,
-    };
+    let ack = body.ack()?;
     let token = token::resolve(&st, id, &body.token).await?;
-    st.call(st.store().ack(id, token, at)).await?;
+    st.call(st.store().ack(id, token, ack)).await?;
     metrics::counter!(COMPLETED).increment(1);
     st.monitor().count_completed(1);
     Ok(StatusCode::NO_CONTENT)

@@ -13,8 +13,8 @@ use spool_core::store::{validate_batch, MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORK
 use spool_core::store::{validate_lease_wait, MAX_LEASE_WAIT};
 use spool_core::task::RunAt;
 use spool_core::{
-    Kind, NewTask, Parent, ParentFailure, Payload, QueueName, StoreError, TaskGroup, TaskId,
-    TaskKey, TaskPatch, TaskRef, Timestamp,
+    Ack, Kind, NewTask, Parent, ParentFailure, Payload, QueueName, StoreError, TaskGroup, TaskId,
+    TaskKey, TaskPatch, TaskRef, TaskResult, Timestamp,
 };
 
 use super::manage::{self, Manage};
@@ -46,7 +46,7 @@ pub(super) enum Command {
     Ack {
         id: TaskId,
         token: Bytes,
-        reschedule: Option<Timestamp>,
+        ack: Ack,
     },
     AckMany(Vec<(TaskId, Bytes)>),
     /// `LEASEWAIT wait_ms id token [id token ...]`: the lost leases.
@@ -162,18 +162,17 @@ pub(super) fn parse(args: &[Bytes]) -> Parsed {
         "CLAIM" => claim(&mut a)?,
         "ACK" => {
             let (id, token) = (a.id()?, a.bytes()?);
-            let reschedule = match a.optional() {
-                None => None,
-                Some(opt) => {
-                    a.expect_option(&opt, "RESCHEDULE")?;
-                    Some(a.unix_ms("RESCHEDULE")?)
+            let ack = match a.optional() {
+                None => Ack::Done,
+                Some(opt) if opt.eq_ignore_ascii_case(b"RESCHEDULE") => {
+                    Ack::Reschedule(a.unix_ms("RESCHEDULE")?)
                 }
+                Some(opt) if opt.eq_ignore_ascii_case(b"RESULT") => {
+                    Ack::Result(TaskResult::from_json(&a.string("RESULT")?)?)
+                }
+                Some(opt) => return Err(a.unknown_option(&opt)),
             };
-            Command::Ack {
-                id,
-                token,
-                reschedule,
-            }
+            Command::Ack { id, token, ack }
         }
         "ACKMANY" => {
             let mut acks = Vec::new();

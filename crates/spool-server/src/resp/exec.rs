@@ -12,7 +12,7 @@
 use bytes::{Bytes, BytesMut};
 use spool_core::store::MAX_BATCH;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, NewTask, QueueName, StoreError, TaskId, TaskRef,
+    Ack, ClaimRequest, EnqueueOutcome, FailRequest, NewTask, QueueName, StoreError, TaskId, TaskRef,
 };
 
 use super::command::{self, ClaimArgs, Command};
@@ -75,7 +75,7 @@ pub(super) async fn round(
             Command::Ack {
                 id,
                 token,
-                reschedule: None,
+                ack: Ack::Done,
             } if next_is_plain_ack(cmds.peek()) => {
                 let mut items = vec![(id, token)];
                 while items.len() < MAX_BATCH && next_is_plain_ack(cmds.peek()) {
@@ -107,13 +107,7 @@ fn next_enqueues_to(next: Option<&Result<Command, StoreError>>, queue: &QueueNam
 }
 
 fn next_is_plain_ack(next: Option<&Result<Command, StoreError>>) -> bool {
-    matches!(
-        next,
-        Some(Ok(Command::Ack {
-            reschedule: None,
-            ..
-        }))
-    )
+    matches!(next, Some(Ok(Command::Ack { ack: Ack::Done, .. })))
 }
 
 /// One answer per task, as if each had been enqueued on its own.
@@ -282,13 +276,9 @@ async fn one(st: &AppState, s: &mut Session, cmd: Command) -> Result<Reply, ApiE
             Reply::Array(outcomes.into_iter().map(|o| enqueued(o, s.proto)).collect())
         }
         Command::Claim(args) => claim(st, s, args).await?,
-        Command::Ack {
-            id,
-            token,
-            reschedule,
-        } => {
+        Command::Ack { id, token, ack } => {
             let token = lease_token(st, id, &token).await?;
-            st.call(st.store().ack(id, token, reschedule)).await?;
+            st.call(st.store().ack(id, token, ack)).await?;
             metrics::counter!(COMPLETED).increment(1);
             st.monitor().count_completed(1);
             Reply::OK

@@ -99,16 +99,26 @@ pub(super) fn task(t: &Task, with_token: bool) -> Reply {
 }
 
 /// A task's dependencies, with the names of the HTTP API; only a task that
-/// has some carries them (docs/spec.md §3.2).
-fn deps(d: &Dependencies) -> [(&'static str, Reply); 5] {
+/// has some carries them (docs/spec.md §3.2). `parent_results`, when there
+/// are some, is an array of `[id, json]` pairs: the JSON as text, as a
+/// payload is.
+fn deps(d: &Dependencies) -> Vec<(&'static str, Reply)> {
     let ids = |ids: &[TaskId]| Reply::Array(ids.iter().map(|id| count(id.0)).collect());
-    [
+    let mut fields = vec![
         ("after", ids(&d.after)),
         ("waiting_on", ids(&d.waiting_on)),
         ("parents_failed", Reply::Int(i64::from(d.failed))),
         ("parents_completed", Reply::Int(i64::from(d.completed()))),
         ("if_parent_fails", Reply::Simple(d.if_parent_fails.as_str())),
-    ]
+    ];
+    if !d.results.is_empty() {
+        let pairs = d
+            .results
+            .iter()
+            .map(|(id, r)| Reply::Array(vec![count(id.0), Reply::text(r.as_str().to_owned())]));
+        fields.push(("parent_results", Reply::Array(pairs.collect())));
+    }
+    fields
 }
 
 fn counts(c: &StateCounts) -> [(&'static str, Reply); 5] {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use spool_core::{FailRequest, ListRequest, QueueSettings, TaskRef, TaskState};
+use spool_core::{Ack, FailRequest, ListRequest, QueueSettings, TaskRef, TaskState};
 
 use crate::arrange::*;
 use crate::check::*;
@@ -42,7 +42,7 @@ pub async fn token_operations_after_cancel_are_not_found(fx: Fixture) {
     let t = claim_id(&fx, &q, WORKER, id).await;
     fx.store.cancel(TaskRef::Id(id)).await.unwrap();
     let tok = token(&t);
-    expect_code(fx.store.ack(id, tok, None).await, "not_found");
+    expect_code(fx.store.ack(id, tok, Ack::Done).await, "not_found");
     expect_code(
         fx.store.fail(id, tok, FailRequest::new("x")).await,
         "not_found",

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use spool_core::{EnqueueOutcome, FailRequest, QueueName, QueueSettings, TaskId, TaskKey, TaskRef};
+use spool_core::{
+    Ack, EnqueueOutcome, FailRequest, QueueName, QueueSettings, TaskId, TaskKey, TaskRef,
+};
 
 use crate::arrange::*;
 use crate::check::*;
@@ -95,7 +97,7 @@ pub async fn key_deduplicates_after_ack_and_cancel(fx: Fixture) {
     let acked_key = key("acked");
     let acked = enqueue(&fx, &q, job("acked").key(acked_key.clone())).await;
     let t = claim_id(&fx, &q, WORKER, acked).await;
-    fx.store.ack(acked, token(&t), None).await.unwrap();
+    fx.store.ack(acked, token(&t), Ack::Done).await.unwrap();
     let by_key = TaskRef::Key(q.clone(), acked_key.clone());
     expect_code(fx.store.get(by_key).await, "not_found");
     assert_eq!(enqueue_key(&fx, &q, &acked_key).await, duplicate_of(acked));
@@ -129,7 +131,7 @@ pub async fn dedup_window_counts_from_completion(fx: Fixture) {
         "still live"
     );
     let t = claim_id(&fx, &q, WORKER, id).await;
-    fx.store.ack(id, token(&t), None).await.unwrap();
+    fx.store.ack(id, token(&t), Ack::Done).await.unwrap();
     assert_eq!(
         enqueue_key(&fx, &q, &k).await,
         duplicate_of(id),
@@ -148,7 +150,7 @@ pub async fn key_is_free_again_after_dedup_window(fx: Fixture) {
     let acked_key = key("acked");
     let acked = enqueue(&fx, &q, job("acked").key(acked_key.clone())).await;
     let t = claim_id(&fx, &q, WORKER, acked).await;
-    fx.store.ack(acked, token(&t), None).await.unwrap();
+    fx.store.ack(acked, token(&t), Ack::Done).await.unwrap();
     let cancelled_key = key("cancelled");
     let cancelled = enqueue(&fx, &q, job("cancelled").key(cancelled_key.clone())).await;
     fx.store.cancel(TaskRef::Id(cancelled)).await.unwrap();

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use spool_core::{
-    FailRequest, ListRequest, NewTask, Parent, ParentFailure, TaskId, TaskPatch, TaskRef, TaskState,
+    Ack, FailRequest, ListRequest, NewTask, Parent, ParentFailure, TaskId, TaskPatch, TaskRef,
+    TaskState,
 };
 
 use crate::arrange::*;
@@ -16,15 +17,9 @@ use crate::fixture::Fixture;
 /// out: the store notices the expiry, then releases or cancels.
 const FOLLOWS_EXPIRY_WITHIN: Duration = Duration::from_secs(3);
 
-fn after(task: NewTask, parents: &[TaskId]) -> NewTask {
-    parents
-        .iter()
-        .fold(task, |t, id| t.after(Parent::Task(*id)))
-}
-
 async fn ack_id(fx: &Fixture, q: &spool_core::QueueName, id: TaskId) {
     let t = claim_id(fx, q, WORKER, id).await;
-    fx.store.ack(id, token(&t), None).await.expect("ack");
+    fx.store.ack(id, token(&t), Ack::Done).await.expect("ack");
 }
 
 async fn state_of(fx: &Fixture, id: TaskId) -> Option<TaskState> {
@@ -56,7 +51,10 @@ pub async fn a_task_waits_for_every_parent(fx: Fixture) {
     assert_eq!(still.deps.as_ref().unwrap().waiting_on, vec![b]);
     let claimed = claim(&fx, &q, WORKER, 10).await;
     assert_eq!(ids(&claimed), vec![b], "only b is claimable");
-    fx.store.ack(b, token(&claimed[0]), None).await.unwrap();
+    fx.store
+        .ack(b, token(&claimed[0]), Ack::Done)
+        .await
+        .unwrap();
 
     let released = claim_id(&fx, &q, WORKER, child).await;
     let deps = released.deps.as_ref().unwrap();
@@ -222,7 +220,7 @@ pub async fn a_batch_callback_runs_once_every_member_ended(fx: Fixture) {
             };
             fx.store.fail(member.id, token(&t), discard).await.unwrap();
         } else {
-            fx.store.ack(member.id, token(&t), None).await.unwrap();
+            fx.store.ack(member.id, token(&t), Ack::Done).await.unwrap();
         }
     }
     let run = claim(&fx, &q, WORKER, 10).await;
@@ -247,7 +245,10 @@ pub async fn only_a_parents_end_releases_its_dependents(fx: Fixture) {
     .await;
     let t = claim_id(&fx, &q, WORKER, parent).await;
     let now = fx.store.now().await.unwrap();
-    fx.store.ack(parent, token(&t), Some(now)).await.unwrap();
+    fx.store
+        .ack(parent, token(&t), Ack::Reschedule(now))
+        .await
+        .unwrap();
     assert_eq!(get(&fx, child).await.state, TaskState::Pending);
 
     claim_id_leased(&fx, &q, WORKER, parent, SHORT_LEASE).await;

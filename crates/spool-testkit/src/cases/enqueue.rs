@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use spool_core::{ListRequest, NewTask, Payload, QueueSettings, StoreError, TaskState};
+use spool_core::{Ack, ListRequest, NewTask, Payload, QueueSettings, StoreError, TaskState};
 
 use crate::arrange::*;
 use crate::check::*;
@@ -28,7 +28,7 @@ pub async fn enqueue_returns_unique_increasing_ids(fx: Fixture) {
     );
 
     for t in claim(&fx, &q, WORKER, 100).await {
-        fx.store.ack(t.id, token(&t), None).await.unwrap();
+        fx.store.ack(t.id, token(&t), Ack::Done).await.unwrap();
     }
     let next = enqueue(&fx, &q, job("after every task completed")).await;
     let last = *created.last().unwrap();

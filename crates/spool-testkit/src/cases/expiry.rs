@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use spool_core::{FailRequest, TaskState};
+use spool_core::{Ack, FailRequest, TaskState};
 
 use crate::arrange::*;
 use crate::check::*;
@@ -58,7 +58,7 @@ pub async fn expired_lease_token_is_refused_everywhere(fx: Fixture) {
 
     let stale = token(&t);
     let later = fx.store.now().await.unwrap().plus(Duration::from_secs(60));
-    expect_code(fx.store.ack(id, stale, None).await, "lease_lost");
+    expect_code(fx.store.ack(id, stale, Ack::Done).await, "lease_lost");
     expect_code(
         fx.store.fail(id, stale, FailRequest::new("late")).await,
         "lease_lost",

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use spool_core::{QueueSettings, TaskState};
+use spool_core::{Ack, QueueSettings, TaskState};
 
 use crate::arrange::*;
 use crate::check::*;
@@ -25,7 +25,7 @@ pub async fn extend_pushes_lease_expiry(fx: Fixture) {
         get(&fx, id).await.lease.unwrap().expires_at,
         new_lease.expires_at
     );
-    fx.store.ack(id, token(&t), None).await.unwrap();
+    fx.store.ack(id, token(&t), Ack::Done).await.unwrap();
 }
 
 /// Extend needs the current token; an unknown id is not_found.
@@ -63,5 +63,5 @@ pub async fn extended_lease_outlives_its_original_expiry(fx: Fixture) {
     assert_eq!(seen.state, TaskState::Leased);
     assert!(seen.errors.is_empty(), "the lease never expired");
     claim_nothing(&fx, &q).await;
-    fx.store.ack(id, token(&t), None).await.unwrap();
+    fx.store.ack(id, token(&t), Ack::Done).await.unwrap();
 }

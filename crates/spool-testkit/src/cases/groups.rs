@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use spool_core::{
-    FailRequest, NewTask, QueueChange, QueueSettings, StoreError, Task, TaskGroup, TaskId,
+    Ack, FailRequest, NewTask, QueueChange, QueueSettings, StoreError, Task, TaskGroup, TaskId,
 };
 
 use crate::arrange::*;
@@ -171,7 +171,7 @@ pub async fn group_concurrency_caps_each_group(fx: Fixture) {
             .collect()
     };
     let (a, b) = (of("a"), of("b"));
-    fx.store.ack(a[0].id, token(a[0]), None).await.unwrap();
+    fx.store.ack(a[0].id, token(a[0]), Ack::Done).await.unwrap();
     claims_one_of(&fx, &q, "a", "an ack frees a slot of a").await;
     claim_nothing(&fx, &q).await;
     fx.store.release(b[0].id, token(b[0])).await.unwrap();
@@ -268,7 +268,7 @@ pub async fn groups_report_waiting_and_leased(fx: Fixture) {
         .find(|t| t.id == done[0])
         .expect("done had a turn");
     fx.store
-        .ack(finished.id, token(finished), None)
+        .ack(finished.id, token(finished), Ack::Done)
         .await
         .unwrap();
 

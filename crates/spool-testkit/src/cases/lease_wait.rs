@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use spool_core::store::MAX_LEASE_WAIT;
 use spool_core::store::MAX_WAIT;
-use spool_core::{LeaseToken, QueueSettings, TaskId, TaskRef};
+use spool_core::{Ack, LeaseToken, QueueSettings, TaskId, TaskRef};
 
 use crate::arrange::*;
 use crate::check::*;
@@ -38,7 +38,7 @@ pub async fn lease_wait_answers_at_once_with_the_lost_leases(fx: Fixture) {
     let expiring = claim_id_leased(&fx, &q, WORKER, ids[3], SHORT_LEASE).await;
     let (held, cancelled, acked) = (leases[0], leases[1], leases[2]);
     fx.store.cancel(TaskRef::Id(cancelled.0)).await.unwrap();
-    fx.store.ack(acked.0, acked.1, None).await.unwrap();
+    fx.store.ack(acked.0, acked.1, Ack::Done).await.unwrap();
     fx.advance(SHORT_LEASE + BEYOND).await;
 
     let wrong_token = (held.0, wrong(held.1));

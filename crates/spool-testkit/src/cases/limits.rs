@@ -8,7 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use spool_core::{ClaimRequest, FailRequest, QueueChange, QueueSettings, RateLimit, TaskState};
+use spool_core::{
+    Ack, ClaimRequest, FailRequest, QueueChange, QueueSettings, RateLimit, TaskState,
+};
 
 use crate::arrange::*;
 use crate::fixture::Fixture;
@@ -57,7 +59,7 @@ pub async fn max_leased_caps_tasks_leased_at_once(fx: Fixture) {
     claim_nothing(&fx, &q).await;
 
     fx.store
-        .ack(first[0].id, token(&first[0]), None)
+        .ack(first[0].id, token(&first[0]), Ack::Done)
         .await
         .unwrap();
     assert_eq!(
@@ -235,11 +237,11 @@ pub async fn a_limit_below_the_leased_count_takes_nothing_back(fx: Fixture) {
         assert_eq!(get(&fx, t.id).await.state, TaskState::Leased);
     }
     for t in &held[..2] {
-        fx.store.ack(t.id, token(t), None).await.unwrap();
+        fx.store.ack(t.id, token(t), Ack::Done).await.unwrap();
     }
     claim_nothing(&fx, &q).await;
     fx.store
-        .ack(held[2].id, token(&held[2]), None)
+        .ack(held[2].id, token(&held[2]), Ack::Done)
         .await
         .unwrap();
     assert_eq!(claim(&fx, &q, WORKER, 10).await.len(), 1);

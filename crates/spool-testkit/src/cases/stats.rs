@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use spool_core::{KindCounts, QueueSettings, StateCounts, TaskRef};
+use spool_core::{Ack, KindCounts, QueueSettings, StateCounts, TaskRef};
 
 use crate::arrange::*;
 use crate::fixture::Fixture;
@@ -26,7 +26,7 @@ pub async fn stats_count_per_state_and_kind(fx: Fixture) {
     enqueue(&fx, &q, later).await;
     let acked = enqueue(&fx, &q, job("acked").kind(sms.clone()).priority(-1)).await;
     let t = claim_id(&fx, &q, WORKER, acked).await;
-    fx.store.ack(acked, token(&t), None).await.unwrap();
+    fx.store.ack(acked, token(&t), Ack::Done).await.unwrap();
     let cancelled = enqueue(&fx, &q, job("cancelled").kind(email.clone())).await;
     fx.store.cancel(TaskRef::Id(cancelled)).await.unwrap();
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use spool_core::{Payload, QueueSettings, TaskPatch, TaskRef, TaskState};
+use spool_core::{Ack, Payload, QueueSettings, TaskPatch, TaskRef, TaskState};
 
 use crate::arrange::*;
 use crate::check::*;
@@ -30,7 +30,7 @@ pub async fn update_changes_payload_run_at_and_priority(fx: Fixture) {
     at.assert_now("updated_at", updated.updated_at);
     assert_eq!(get(&fx, b).await, updated);
     let t = claim_id(&fx, &q, WORKER, b).await;
-    fx.store.ack(b, token(&t), None).await.unwrap();
+    fx.store.ack(b, token(&t), Ack::Done).await.unwrap();
 
     let later = fx
         .store
@@ -107,7 +107,7 @@ pub async fn update_of_unknown_task_is_not_found(fx: Fixture) {
     expect_code(unknown, "not_found");
     let id = enqueue(&fx, &q, job("done")).await;
     let t = claim_id(&fx, &q, WORKER, id).await;
-    fx.store.ack(id, token(&t), None).await.unwrap();
+    fx.store.ack(id, token(&t), Ack::Done).await.unwrap();
     expect_code(fx.store.update(TaskRef::Id(id), patch).await, "not_found");
 }
 

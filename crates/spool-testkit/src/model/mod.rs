@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use spool_core::groups::GroupStats;
 use spool_core::{
-    ClaimRequest, Clock, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
+    Ack, ClaimRequest, Clock, EnqueueOutcome, FailRequest, Kind, LeaseToken, ListRequest, NewTask,
     QueueChange, QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError,
     Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
@@ -107,13 +107,8 @@ impl Store for Model {
         }
     }
 
-    async fn ack(
-        &self,
-        id: TaskId,
-        token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
-    ) -> Result<(), StoreError> {
-        self.mutate(|s, now| s.ack(id, token, reschedule_at, now))
+    async fn ack(&self, id: TaskId, token: LeaseToken, ack: Ack) -> Result<(), StoreError> {
+        self.mutate(|s, now| s.ack(id, token, ack, now))
     }
 
     async fn ack_many(
@@ -123,7 +118,7 @@ impl Store for Model {
         let (mut state, now) = self.lock();
         Ok(acks
             .into_iter()
-            .map(|(id, token)| state.ack(id, token, None, now))
+            .map(|(id, token)| state.ack(id, token, Ack::Done, now))
             .collect())
     }
 

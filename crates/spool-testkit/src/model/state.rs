@@ -12,10 +12,10 @@ use spool_core::store::{MAX_BATCH, MAX_LIST_LIMIT};
 use spool_core::task::RunAt;
 use spool_core::transition::{self, Next, LEASE_EXPIRED};
 use spool_core::{
-    backoff, ClaimRequest, EnqueueOutcome, FailRequest, Kind, KindCounts, Lease, LeaseToken,
+    backoff, Ack, ClaimRequest, EnqueueOutcome, FailRequest, Kind, KindCounts, Lease, LeaseToken,
     ListOrder, ListRequest, NewTask, Parent, Payload, QueueChange, QueueName, QueueSettings,
     QueueStats, Schedule, ScheduleSpec, StoreError, Task, TaskGroup, TaskId, TaskKey, TaskPage,
-    TaskPatch, TaskRef, TaskState, Timestamp, TokenBucket, TraceParent,
+    TaskPatch, TaskRef, TaskResult, TaskState, Timestamp, TokenBucket, TraceParent,
 };
 
 /// Where a task waits in its queue's claim order.
@@ -84,15 +84,16 @@ impl State {
                 }
                 Next::Dead => {
                     t.state = TaskState::Dead;
-                    self.end(id, Ending::Failed, now);
+                    self.end(id, Ending::Failed, None, now);
                 }
             }
         }
     }
 
-    /// Tells the tasks waiting for `id` that it ended, and what follows
-    /// from it down their chains (docs/spec.md §3.2).
-    fn end(&mut self, id: TaskId, ending: Ending, now: Timestamp) {
+    /// Tells the tasks waiting for `id` that it ended, handing them its
+    /// result, and what follows from it down their chains (docs/spec.md
+    /// §3.2).
+    fn end(&mut self, id: TaskId, ending: Ending, result: Option<TaskResult>, now: Timestamp) {
         let mut ended = vec![(id, ending)];
         while let Some((parent, ending)) = ended.pop() {
             let waiting: Vec<TaskId> = self
@@ -108,7 +109,11 @@ impl State {
             for child in waiting {
                 let t = self.tasks.get_mut(&child).expect("a waiting task exists");
                 let deps = t.deps.as_mut().expect("it has dependencies");
-                match deps::on_parent_end(deps, parent, ending) {
+                let step = deps::on_parent_end(deps, parent, ending);
+                if let (Some(r), true) = (&result, parent == id && step.is_some()) {
+                    deps::keep_result(deps, parent, r.clone());
+                }
+                match step {
                     Some(Outcome::Released) => {
                         t.state = TaskState::Ready;
                         t.updated_at = now;
@@ -424,20 +429,21 @@ impl State {
         &mut self,
         id: TaskId,
         token: LeaseToken,
-        reschedule_at: Option<Timestamp>,
+        ack: Ack,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let t = self.held(id, token)?;
-        match reschedule_at {
-            Some(at) => {
+        let result = match ack {
+            Ack::Reschedule(at) => {
                 t.attempt = 0;
                 self.unlease(id, at, now);
+                return Ok(());
             }
-            None => {
-                self.remove(id, now);
-                self.end(id, Ending::Completed, now);
-            }
-        }
+            Ack::Done => None,
+            Ack::Result(r) => Some(r),
+        };
+        self.remove(id, now);
+        self.end(id, Ending::Completed, result, now);
         Ok(())
     }
 
@@ -471,7 +477,7 @@ impl State {
                 t.updated_at = now;
                 let dead = t.clone();
                 self.leases.remove(&(lease.expires_at, id));
-                self.end(id, Ending::Failed, now);
+                self.end(id, Ending::Failed, None, now);
                 Ok(dead)
             }
         }
@@ -562,7 +568,7 @@ impl State {
     pub(super) fn cancel(&mut self, r: &TaskRef, now: Timestamp) -> Result<(), StoreError> {
         let id = self.resolve(r)?;
         self.remove(id, now);
-        self.end(id, Ending::Failed, now);
+        self.end(id, Ending::Failed, None, now);
         Ok(())
     }
 

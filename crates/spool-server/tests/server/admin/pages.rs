@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use spool_core::{
-    Cadence, ClaimRequest, Kind, NewTask, Payload, QueueChange, QueueName, RateLimit, ScheduleSpec,
-    TaskGroup,
+    Ack, Cadence, ClaimRequest, Kind, NewTask, Payload, QueueChange, QueueName, RateLimit,
+    ScheduleSpec, TaskGroup,
 };
 
 use crate::admin::support::Admin;
@@ -377,7 +377,7 @@ async fn a_pending_task_shows_what_it_waits_for_and_counts_as_pending() {
     let child = s.store.enqueue(&q, vec![child]).await.unwrap()[0].id;
     let leased = s.claim_until("etl", first).await;
     s.store
-        .ack(first, leased.lease.unwrap().token, None)
+        .ack(first, leased.lease.unwrap().token, Ack::Done)
         .await
         .unwrap();
 

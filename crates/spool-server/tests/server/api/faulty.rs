@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use spool_core::{
-    ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, LeaseToken, ListRequest, NewTask,
+    Ack, ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, LeaseToken, ListRequest, NewTask,
     QueueChange, QueueName, QueueSettings, QueueStats, Store, StoreError, Task, TaskId, TaskPage,
     TaskPatch, TaskRef, Timestamp,
 };
@@ -72,7 +72,7 @@ impl Store for Faulty {
         self.gate().await?;
         self.inner.claim(req).await
     }
-    async fn ack(&self, id: TaskId, t: LeaseToken, r: Option<Timestamp>) -> Result<(), StoreError> {
+    async fn ack(&self, id: TaskId, t: LeaseToken, r: Ack) -> Result<(), StoreError> {
         self.gate().await?;
         self.inner.ack(id, t, r).await
     }
