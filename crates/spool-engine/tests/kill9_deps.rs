@@ -3,17 +3,18 @@
 //! The child (this same test binary, re-executed with an environment
 //! variable) enqueues batches of a few parents and one callback that waits
 //! for them all (`if_parent_fails: run`), claims as fast as it can, fails
-//! a fifth of the parents for good and acks the rest and every callback,
-//! on a small-segment, frequently-checkpointing engine. It prints a ledger
-//! line only after each enqueue was acknowledged, and one before each
-//! callback ack it attempts. The parent SIGKILLs it at random moments,
-//! reopens the data directory and proves that every callback's
-//! dependencies agree with its parents as they now stand: it waits for
-//! exactly the parents still live and not dead, counts the dead ones as
-//! failed and the gone ones as completed, is pending exactly while it
-//! waits, and is present unless an ack of it was attempted. A parent's
-//! ending and what it did to its callback are one record, so no kill can
-//! leave one without the other.
+//! a fifth of the parents for good and acks the rest (half of them with a
+//! result) and every callback, on a small-segment, frequently-checkpointing
+//! engine. It prints a ledger line only after each enqueue was
+//! acknowledged, and one before each callback ack and each ack with a
+//! result it attempts. The parent SIGKILLs it at random moments, reopens
+//! the data directory and proves that every callback's dependencies agree
+//! with its parents as they now stand: it waits for exactly the parents
+//! still live and not dead, counts the dead ones as failed and the gone
+//! ones as completed, holds the result of exactly the gone ones acked with
+//! one, is pending exactly while it waits, and is present unless an ack of
+//! it was attempted. A parent's ending and what it did to its callback are
+//! one record, so no kill can leave one without the other.
 //!
 //! Alone in its test binary: the parent re-executes the binary as the
 //! child, by exact test name.
@@ -26,8 +27,8 @@ use std::io::Write;
 
 use rand::Rng;
 use spool_core::{
-    ClaimRequest, FailRequest, ListRequest, NewTask, Parent, ParentFailure, Payload, QueueName,
-    Store, Task, TaskId, TaskState,
+    Ack, ClaimRequest, FailRequest, ListRequest, NewTask, Parent, ParentFailure, Payload,
+    QueueName, Store, Task, TaskId, TaskResult, TaskState,
 };
 use spool_engine::{Engine, EngineConfig};
 
@@ -78,11 +79,15 @@ fn kill9_deps_child_process() {
                 .await
                 .expect("claim");
             let mut acks = Vec::new();
+            let mut with_result = Vec::new();
             for t in &claimed {
                 let token = t.lease.as_ref().unwrap().token;
                 if t.payload.bytes.as_ref() == CALLBACK {
                     writeln!(out, "C {}", t.id.0).unwrap();
                     acks.push((t.id, token));
+                } else if rng.gen_bool(0.4) {
+                    writeln!(out, "R {}", t.id.0).unwrap();
+                    with_result.push((t.id, token));
                 } else if rng.gen_bool(0.2) {
                     let fail = FailRequest {
                         discard: true,
@@ -94,11 +99,23 @@ fn kill9_deps_child_process() {
                 }
             }
             out.flush().unwrap();
+            for (id, token) in with_result {
+                let result = Ack::Result(result_of(id.0));
+                engine
+                    .ack(id, token, result)
+                    .await
+                    .expect("ack with a result");
+            }
             for r in engine.ack_many(acks).await.expect("ack") {
                 r.expect("ack of a fresh lease");
             }
         }
     });
+}
+
+/// The result the child leaves on parent `id`.
+fn result_of(id: u64) -> TaskResult {
+    TaskResult::from_json(&format!("{{\"parent\":{id}}}")).unwrap()
 }
 
 /// Every task present, by id.
@@ -117,8 +134,15 @@ async fn all_tasks(engine: &Engine) -> HashMap<u64, Task> {
 }
 
 /// The callback `cb`, present in `tasks`, agrees with its `parents` as
-/// they stand in `tasks`.
-fn check_callback(cb: &Task, parents: &[u64], tasks: &HashMap<u64, Task>, round: usize) {
+/// they stand in `tasks`; `with_result` holds the parents an ack with a
+/// result was attempted for.
+fn check_callback(
+    cb: &Task,
+    parents: &[u64],
+    tasks: &HashMap<u64, Task>,
+    with_result: &HashSet<u64>,
+    round: usize,
+) {
     let id = cb.id;
     let deps = cb.deps.as_deref().expect("a callback has dependencies");
     let named: Vec<TaskId> = parents.iter().map(|&p| TaskId(p)).collect();
@@ -134,6 +158,16 @@ fn check_callback(cb: &Task, parents: &[u64], tasks: &HashMap<u64, Task>, round:
         .count() as u32;
     assert_eq!(deps.waiting_on, live, "callback {id} waits (round {round})");
     assert_eq!(deps.failed, dead, "callback {id}'s failed (round {round})");
+    let mut results: Vec<(TaskId, TaskResult)> = named
+        .iter()
+        .filter(|p| !tasks.contains_key(&p.0) && with_result.contains(&p.0))
+        .map(|p| (*p, result_of(p.0)))
+        .collect();
+    results.sort_by_key(|(p, _)| *p);
+    assert_eq!(
+        deps.results, results,
+        "callback {id}'s results (round {round})"
+    );
     assert_eq!(
         cb.state == TaskState::Pending,
         !live.is_empty(),
@@ -150,6 +184,8 @@ fn workflows_stay_consistent_across_kill9() {
     let mut callbacks: HashMap<u64, Vec<u64>> = HashMap::new();
     // Callbacks whose ack was attempted: gone or not.
     let mut acking: HashSet<u64> = HashSet::new();
+    // Parents whose ack with a result was attempted.
+    let mut with_result: HashSet<u64> = HashSet::new();
     let mut released = 0usize;
     let rt = tokio::runtime::Runtime::new().unwrap();
     for round in 0..KILLS {
@@ -166,6 +202,9 @@ fn workflows_stay_consistent_across_kill9() {
                 (Some("C"), Some(ids)) if ids.len() == 1 => {
                     acking.insert(ids[0]);
                 }
+                (Some("R"), Some(ids)) if ids.len() == 1 => {
+                    with_result.insert(ids[0]);
+                }
                 _ => {}
             }
         }
@@ -175,7 +214,7 @@ fn workflows_stay_consistent_across_kill9() {
         });
         for (cb, parents) in &callbacks {
             match tasks.get(cb) {
-                Some(t) => check_callback(t, parents, &tasks, round),
+                Some(t) => check_callback(t, parents, &tasks, &with_result, round),
                 None => assert!(
                     acking.contains(cb),
                     "callback {cb} lost without an ack (round {round})"

@@ -1,7 +1,7 @@
 //! Dependencies in the runtime (docs/spec.md §3.2, §6): a job enqueued
 //! after others runs once they have ended, and a batch's callback reads
-//! from its `Context` how its members ended, on the engine and through a
-//! server.
+//! from its `Context` how its members ended and the results they left, on
+//! the engine and through a server.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,6 +15,8 @@ use crate::support::{eventually, remote, Embedded, Server};
 #[derive(Serialize, Deserialize)]
 struct Member {
     ok: bool,
+    /// What the member leaves as its result.
+    n: u32,
 }
 
 impl Job for Member {
@@ -30,15 +32,18 @@ impl Job for Callback {
     const QUEUE: &'static str = "batch";
 }
 
-/// (completed, failed, still waited on) as each callback run saw them.
-type Seen = Arc<Mutex<Vec<(u32, u32, usize)>>>;
+/// (completed, failed, still waited on, the members' results) as each
+/// callback run saw them.
+type Seen = Arc<Mutex<Vec<(u32, u32, usize, Vec<u32>)>>>;
 
 async fn a_callback_sees_how_its_batch_ended(store: Arc<dyn Store>) {
     let client = Client::new(store.clone());
     let mut callback = EnqueueOptions::new().if_parent_fails(ParentFailure::Run);
-    for ok in [true, false, true] {
-        let member = client.enqueue(Member { ok }).await.unwrap();
+    let mut members = Vec::new();
+    for (n, ok) in [(10, true), (20, false), (30, true)] {
+        let member = client.enqueue(Member { ok, n }).await.unwrap();
         callback = callback.after(member.id);
+        members.push(member.id);
     }
     let cb = client.enqueue_with(Callback, callback).await.unwrap().id;
     let pending = store.get(cb.into()).await.unwrap();
@@ -47,7 +52,9 @@ async fn a_callback_sees_how_its_batch_ended(store: Arc<dyn Store>) {
     let seen: Seen = Arc::default();
     let record = seen.clone();
     let worker = Worker::builder(store.clone())
-        .register(|_ctx: Context, m: Member| async move {
+        .register(|ctx: Context, m: Member| async move {
+            // Even a member that fails leaves a result: it must not count.
+            ctx.set_result(&m.n).unwrap();
             match m.ok {
                 true => Ok(()),
                 false => Err(TaskError::permanent("this member fails")),
@@ -55,12 +62,18 @@ async fn a_callback_sees_how_its_batch_ended(store: Arc<dyn Store>) {
         })
         .register(move |ctx: Context, _: Callback| {
             let record = record.clone();
+            let members = members.clone();
             async move {
                 let d = ctx.deps().expect("a callback has dependencies");
+                let results = members
+                    .iter()
+                    .filter_map(|id| ctx.parent_result::<u32>(*id))
+                    .map(|r| r.expect("a result as the member left it"))
+                    .collect();
                 record
                     .lock()
                     .unwrap()
-                    .push((d.completed(), d.failed, d.waiting_on.len()));
+                    .push((d.completed(), d.failed, d.waiting_on.len(), results));
                 Ok(())
             }
         })
@@ -71,7 +84,11 @@ async fn a_callback_sees_how_its_batch_ended(store: Arc<dyn Store>) {
     })
     .await;
     assert!(worker.shutdown(Duration::from_secs(5)).await.finished);
-    assert_eq!(*seen.lock().unwrap(), [(2, 1, 0)], "once, after all three");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(2, 1, 0, vec![10, 30])],
+        "once, after all three, with the results of those that completed"
+    );
 }
 
 #[tokio::test]

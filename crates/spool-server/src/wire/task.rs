@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use spool_core::wire::DepsJson;
+use spool_core::wire::{DepsJson, ParentResultJson};
 use spool_core::{ParentFailure, Task, TaskState};
 use utoipa::ToSchema;
 
@@ -101,6 +101,10 @@ pub(crate) struct TaskJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<ParentFailure>)]
     pub if_parent_fails: Option<ParentFailure>,
+    /// The results its parents left when they completed, by parent id
+    /// ascending; absent when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parent_results: Vec<ParentResultJson>,
 }
 
 /// The lease of a leased task.
@@ -175,6 +179,7 @@ pub(crate) fn task_json(task: &Task, with_token: bool) -> Result<TaskJson, TimeE
         waiting_on: deps.as_ref().map(|d| d.waiting_on.clone()),
         parents_failed: deps.as_ref().map(|d| d.parents_failed),
         parents_completed: deps.as_ref().map(|d| d.parents_completed),
-        if_parent_fails: deps.map(|d| d.if_parent_fails),
+        if_parent_fails: deps.as_ref().map(|d| d.if_parent_fails),
+        parent_results: deps.map(|d| d.parent_results).unwrap_or_default(),
     })
 }
