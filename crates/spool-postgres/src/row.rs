@@ -7,6 +7,7 @@
 //! rules of [`spool_core::transition`]; the sweeper writes the same result
 //! down later ([`Expiry`]), so a task looks the same before and after.
 
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -14,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use spool_core::transition::{self, after_lease_expiry, push_error, LEASE_EXPIRED};
 use spool_core::{
     Dependencies, ErrorRecord, Kind, Lease, ParentFailure, Payload, PayloadFormat, QueueName,
-    StoreError, Task, TaskGroup, TaskId, TaskKey, TaskState, Timestamp,
+    StoreError, Task, TaskGroup, TaskId, TaskKey, TaskResult, TaskState, Timestamp,
 };
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
@@ -109,8 +110,34 @@ fn read_deps(row: &Row) -> Result<Option<Dependencies>, StoreError> {
             .unwrap_or("cancel")
             .parse::<ParentFailure>()
             .map_err(corrupt)?,
-        results: Vec::new(),
+        results: read_results(row)?,
     }))
+}
+
+/// The results a row holds from its parents (`parent_results`, migration
+/// 12), by parent id ascending. The column is a jsonb object from each
+/// parent's id in decimal to its result's JSON text (README.md,
+/// "Dependencies"): jsonb orders its keys by length, then bytes, which
+/// is not id order, so they are sorted here.
+fn read_results(row: &Row) -> Result<Vec<(TaskId, TaskResult)>, StoreError> {
+    let column = get::<Option<Json<BTreeMap<String, String>>>>(row, "parent_results")?;
+    let Some(Json(stored)) = column else {
+        return Ok(Vec::new());
+    };
+    let mut results = stored
+        .into_iter()
+        .map(|(parent, text)| {
+            let parent = parent.parse::<u64>().map_err(corrupt)?;
+            // Stored from a TaskResult, so valid; a text that is not is a
+            // row changed behind the store's back.
+            Ok((
+                TaskId(parent),
+                TaskResult::from_json(&text).map_err(corrupt)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    results.sort_unstable_by_key(|(parent, _)| *parent);
+    Ok(results)
 }
 
 /// What becomes of a task whose lease ran out at `at`: dead, or ready from

@@ -42,8 +42,8 @@ async fn concurrent_starters_migrate_once() {
             tokio::spawn(connect(config))
         })
         .collect();
-    // Versions 1 to 11, each applied once.
-    let every_version_once: Vec<(i32, i64)> = (1..=11).map(|v| (v, 1)).collect();
+    // Versions 1 to 12, each applied once.
+    let every_version_once: Vec<(i32, i64)> = (1..=12).map(|v| (v, 1)).collect();
     let mut stores = Vec::new();
     for s in starters {
         stores.push(s.await.expect("every starter connects"));
@@ -172,7 +172,7 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(11, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(12, 1)));
     let q = QueueName::new("kept").unwrap();
     // Migrations 8 and 9 keep the queue's settings, and give it no limits
     // and no bound on its groups.
