@@ -140,6 +140,27 @@ fn read_results(row: &Row) -> Result<Vec<(TaskId, TaskResult)>, StoreError> {
     Ok(results)
 }
 
+/// The `parent_results` entries (migration 12) that give `results` to a
+/// task, to be added to what it holds: NULL for none.
+pub(crate) fn results_json(results: &[(TaskId, TaskResult)]) -> Option<Json<ResultsJson<'_>>> {
+    (!results.is_empty()).then_some(Json(ResultsJson(results)))
+}
+
+/// Results as a `parent_results` object: parent id in decimal to result
+/// text.
+#[derive(Debug)]
+pub(crate) struct ResultsJson<'a>(&'a [(TaskId, TaskResult)]);
+
+impl Serialize for ResultsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(
+            self.0
+                .iter()
+                .map(|(parent, result)| (parent.0.to_string(), result.as_str())),
+        )
+    }
+}
+
 /// What becomes of a task whose lease ran out at `at`: dead, or ready from
 /// `at` on; either way with "lease expired" recorded at `at`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -364,6 +385,19 @@ mod tests {
         assert_eq!(e.errors[0].message, LEASE_EXPIRED);
         assert_eq!(e.errors[0].at, at);
         assert!(Expiry::new(3, 3, at, Vec::new()).dead);
+    }
+
+    #[test]
+    fn results_are_written_as_texts_keyed_by_parent() -> Result<(), StoreError> {
+        let results = [
+            (TaskId(10), TaskResult::from_json(r#"{"b": 1e3}"#)?),
+            (TaskId(9), TaskResult::from_json("\"\\u0000\"")?),
+        ];
+        let json = results_json(&results).ok_or_else(|| corrupt("no entries"))?;
+        let text = serde_json::to_string(&json.0).map_err(corrupt)?;
+        assert_eq!(text, r#"{"10":"{\"b\": 1e3}","9":"\"\\u0000\""}"#);
+        assert!(results_json(&[]).is_none());
+        Ok(())
     }
 
     #[test]
