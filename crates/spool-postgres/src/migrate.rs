@@ -78,6 +78,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "dependencies between tasks",
         sql: include_str!("../migrations/0011_dependencies.sql"),
     },
+    Migration {
+        version: 12,
+        name: "results of parents",
+        sql: include_str!("../migrations/0012_parent_results.sql"),
+    },
 ];
 
 /// The latest version this build knows.

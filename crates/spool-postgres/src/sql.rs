@@ -22,7 +22,7 @@ const TASK_COLUMNS: &str = "t.id, t.kind, t.state, t.priority, t.run_at, t.attem
     t.max_attempts, t.lease_ms, t.lease_owner, t.lease_token, t.lease_expires_at, t.key, \
     t.payload_json, t.payload, t.errors, t.created_at, t.updated_at, t.traceparent, \
     t.grp, t.after_ids, t.waiting_on, t.parents_failed, t.if_parent_fails, t.has_dependents, \
-    {schema}.now_ms() AS db_now";
+    t.parent_results, {schema}.now_ms() AS db_now";
 
 /// What a list's state filter keeps: tasks *shown* in that state. Expired
 /// leases are written down before a list runs, so stored `leased` is leased.

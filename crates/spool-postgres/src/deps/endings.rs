@@ -9,7 +9,7 @@
 //! the commit, as any enqueue wakes them.
 
 use spool_core::deps::Ending;
-use spool_core::{FailRequest, LeaseToken, StoreError, Task, TaskId};
+use spool_core::{FailRequest, LeaseToken, StoreError, Task, TaskId, TaskResult};
 use tokio_postgres::Row;
 
 use super::resolve::{resolve, Resolved};
@@ -48,13 +48,15 @@ impl Backend {
         }
     }
 
-    /// Acks task `id` held under `token`, and resolves its dependents.
+    /// Acks task `id` held under `token`, and resolves its dependents,
+    /// handing `result`, if any, to those that still wait for it.
     pub(crate) async fn ack_resolving(
         &self,
         id: TaskId,
         token: LeaseToken,
+        result: Option<&TaskResult>,
     ) -> Result<(), StoreError> {
-        let (slot, resolved) = retried(|| self.try_ack_resolving(id, token)).await?;
+        let (slot, resolved) = retried(|| self.try_ack_resolving(id, token, result)).await?;
         if let Some(queue) = slot {
             self.notify(&queue, Ready::Anywhere);
         }
@@ -66,6 +68,7 @@ impl Backend {
         &self,
         id: TaskId,
         token: LeaseToken,
+        result: Option<&TaskResult>,
     ) -> Result<(Option<String>, Resolved), Failure> {
         let id = values::id(id);
         let mut client = self.client().await?;
@@ -81,7 +84,8 @@ impl Backend {
             .await
             .map_err(pg)?;
         let slot = freed(&gone)?;
-        let resolved = resolve(&tx, &self.sql, vec![(id, Ending::Completed)]).await?;
+        let left = result.map(|r| (id, r));
+        let resolved = resolve(&tx, &self.sql, vec![(id, Ending::Completed)], left).await?;
         tx.commit().await.map_err(pg)?;
         Ok((slot, resolved))
     }
@@ -109,7 +113,7 @@ impl Backend {
             return Err(StoreError::NotFound.into());
         }
         let slot = freed(&gone)?;
-        let resolved = resolve(&tx, &self.sql, vec![(id, Ending::Failed)]).await?;
+        let resolved = resolve(&tx, &self.sql, vec![(id, Ending::Failed)], None).await?;
         tx.commit().await.map_err(pg)?;
         Ok((slot, resolved))
     }
@@ -146,7 +150,7 @@ impl Backend {
             .await
             .map_err(pg)?;
         let resolved = if decided.dead && !written.is_empty() {
-            resolve(&tx, &self.sql, vec![(values::id(id), Ending::Failed)]).await?
+            resolve(&tx, &self.sql, vec![(values::id(id), Ending::Failed)], None).await?
         } else {
             Resolved::default()
         };
@@ -171,7 +175,7 @@ impl Backend {
         let tx = client.transaction().await.map_err(pg)?;
         let written = lease.write(&tx, &self.sql, true).await?;
         let resolved = if written {
-            resolve(&tx, &self.sql, vec![(lease.id, Ending::Failed)]).await?
+            resolve(&tx, &self.sql, vec![(lease.id, Ending::Failed)], None).await?
         } else {
             Resolved::default()
         };

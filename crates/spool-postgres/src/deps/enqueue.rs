@@ -106,14 +106,14 @@ pub(crate) async fn enqueue_with_deps(
                 cancelled_here.push(o.id);
             }
             Outcome::Pending => {
-                write(db_, sql, id, &deps, false, true).await?;
+                write(db_, sql, id, &deps, &[], false, true).await?;
                 for p in &deps.waiting_on {
                     edge_parents.push(values::id(*p));
                     edge_children.push(id);
                 }
             }
             Outcome::Released => {
-                write(db_, sql, id, &deps, true, true).await?;
+                write(db_, sql, id, &deps, &[], true, true).await?;
             }
         }
     }

@@ -7,16 +7,21 @@
 //! policy cancels is deleted like a cancel (its key retired) and ends as
 //! failed for the next round. Each edge is taken once, so applying an
 //! ending twice (a retried task that dies again) changes nothing.
+//!
+//! A parent acked with a result leaves it to each child that still waited
+//! for it (`spool_core::deps::keep_result`): the child's write adds that
+//! one member to its `parent_results`, in the same statement that records
+//! the ending, so the result and the ending commit together.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use spool_core::deps::{on_parent_end, Ending, Outcome};
-use spool_core::TaskState;
+use spool_core::deps::{keep_result, on_parent_end, Ending, Outcome};
+use spool_core::{TaskId, TaskResult, TaskState};
 
 use super::tx::{pg, Failure};
 use crate::db::Db;
 use crate::error::corrupt;
-use crate::row::StoredTask;
+use crate::row::{results_json, StoredTask};
 use crate::sql::Sql;
 use crate::values;
 
@@ -28,15 +33,21 @@ pub(crate) struct Resolved {
 }
 
 /// Applies `ended` (task ids and how each ended) to their dependents and
-/// down every chain of cancels. `db` must be a transaction: the caller's
-/// ending and this are one change.
+/// down every chain of cancels; `result` is the result one of them, which
+/// completed, left for its dependents (a cancel down a chain leaves none).
+/// `db` must be a transaction: the caller's ending and this are one
+/// change.
 pub(crate) async fn resolve(
     db: &(impl Db + ?Sized),
     sql: &Sql,
     mut ended: Vec<(i64, Ending)>,
+    mut result: Option<(i64, &TaskResult)>,
 ) -> Result<Resolved, Failure> {
     let mut out = Resolved::default();
     while !ended.is_empty() {
+        // Only the first round's parents may have left one: the later
+        // rounds' are children cancelled here.
+        let left = result.take();
         let how: HashMap<i64, Ending> = ended.iter().copied().collect();
         let parents: Vec<i64> = how.keys().copied().collect();
         let edges = db
@@ -67,15 +78,22 @@ pub(crate) async fn resolve(
                 continue;
             };
             let mut outcome = None;
-            for parent in parents_of.get(&child).into_iter().flatten() {
+            let mut received = Vec::new();
+            for &parent in parents_of.get(&child).into_iter().flatten() {
                 let ending = how
-                    .get(parent)
+                    .get(&parent)
                     .copied()
                     .ok_or_else(|| corrupt("an edge of a parent that did not end"))?;
-                let parent = spool_core::TaskId(u64::try_from(*parent).map_err(corrupt)?);
-                let step = on_parent_end(&mut deps, parent, ending);
+                let id = TaskId(u64::try_from(parent).map_err(corrupt)?);
+                let step = on_parent_end(&mut deps, id, ending);
                 if outcome != Some(Outcome::Cancelled) && step.is_some() {
                     outcome = step;
+                }
+                // `step` is None when the child no longer waited for the
+                // parent: an ending applied twice hands nothing on again.
+                if let Some((_, r)) = left.filter(|(p, _)| *p == parent && step.is_some()) {
+                    keep_result(&mut deps, id, r.clone());
+                    received.push((id, r.clone()));
                 }
             }
             match outcome {
@@ -86,7 +104,7 @@ pub(crate) async fn resolve(
                 }
                 Some(o) => {
                     let released = o == Outcome::Released && deps.waiting_on.is_empty();
-                    let rows = write(db, sql, child, &deps, released, false).await?;
+                    let rows = write(db, sql, child, &deps, &received, released, false).await?;
                     if released {
                         if let Some(row) = rows.first() {
                             out.released
@@ -102,22 +120,28 @@ pub(crate) async fn resolve(
 
 /// Writes `deps` to task `id` (`sql/deps_write.sql`): pending, or released
 /// when `released`; with `after` and the policy too when `new` (enqueue).
+/// `received` are the results it has just been handed, added to those it
+/// holds: only they travel, not every result `deps` holds.
 pub(crate) async fn write(
     db: &(impl Db + ?Sized),
     sql: &Sql,
     id: i64,
     deps: &spool_core::Dependencies,
+    received: &[(TaskId, TaskResult)],
     released: bool,
     new: bool,
 ) -> Result<Vec<tokio_postgres::Row>, Failure> {
-    let ids = |v: &[spool_core::TaskId]| v.iter().map(|t| values::id(*t)).collect::<Vec<i64>>();
+    let ids = |v: &[TaskId]| v.iter().map(|t| values::id(*t)).collect::<Vec<i64>>();
     let after = new.then(|| ids(&deps.after));
     let waiting = ids(&deps.waiting_on);
     let failed = i32::try_from(deps.failed).map_err(corrupt)?;
     let policy = new.then(|| deps.if_parent_fails.as_str());
+    let received = results_json(received);
     db.query(
         &sql.deps_write,
-        &[&id, &after, &waiting, &failed, &policy, &released],
+        &[
+            &id, &after, &waiting, &failed, &policy, &released, &received,
+        ],
     )
     .await
     .map_err(pg)

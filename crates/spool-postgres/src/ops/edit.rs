@@ -108,7 +108,7 @@ impl Backend {
         if !ends {
             return Ok(Resolved::default());
         }
-        resolve(tx, &self.sql, vec![(id, Ending::Failed)])
+        resolve(tx, &self.sql, vec![(id, Ending::Failed)], None)
             .await
             .map_err(Failure::into_store)
     }

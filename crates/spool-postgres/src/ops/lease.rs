@@ -7,13 +7,16 @@
 //! Ack is the hot path: [`Backend::ack_many`] is one statement per batch.
 //! A task that pending tasks wait for is not ended by these statements:
 //! ack and a fail to dead hand it to [`crate::deps::endings`], which ends
-//! it and resolves its dependents in one transaction.
+//! it and resolves its dependents in one transaction. An ack's result
+//! travels only that way: a task nobody waits for is acked by the one
+//! statement and its result kept nowhere (docs/spec.md §3.2 "Results").
 
 use std::time::Duration;
 
 use spool_core::transition::{after_failure, push_error, Next};
 use spool_core::{
-    backoff, Ack, FailRequest, LeaseToken, StoreError, Task, TaskId, TaskState, Timestamp,
+    backoff, Ack, FailRequest, LeaseToken, StoreError, Task, TaskId, TaskResult, TaskState,
+    Timestamp,
 };
 use tokio_postgres::Row;
 
@@ -144,26 +147,55 @@ impl Backend {
                 .give_back(id, token, Some(at), Some(0))
                 .await
                 .map(|_| ()),
-            Ack::Result(_) => Err(StoreError::bad_request(
-                "this store does not keep results yet",
-            )),
-            Ack::Done => {
-                let mut results = self.ack_many(&[(id, token)]).await?;
-                results
-                    .pop()
-                    .unwrap_or_else(|| Err(corrupt("ack answered nothing")))
-            }
+            Ack::Done => self.ack_one(id, token, None).await,
+            Ack::Result(result) => self.ack_one(id, token, Some(&result)).await,
         }
     }
 
-    /// Acks a batch in one statement. The statement passes over a row that
-    /// another transaction changed after it began (it deletes by ctid), so
-    /// the items it refused get a second look in a statement of their own:
-    /// a holder whose heartbeat raced its ack still has its lease.
+    /// Acks one task as [`Backend::ack_many`] does, handing `result` to
+    /// the tasks waiting for it if some do.
+    async fn ack_one(
+        &self,
+        id: TaskId,
+        token: LeaseToken,
+        result: Option<&TaskResult>,
+    ) -> Result<(), StoreError> {
+        match self.ack_statements(&[(id, token)]).await?.pop() {
+            Some(Acked::Done) => Ok(()),
+            Some(Acked::Refused(e)) => Err(e),
+            Some(Acked::Dependents) => self.ack_resolving(id, token, result).await,
+            None => Err(corrupt("ack answered nothing")),
+        }
+    }
+
+    /// Acks a batch in one statement; the few items that pending tasks
+    /// wait for, each in a transaction that resolves them.
     pub(crate) async fn ack_many(
         &self,
         acks: &[(TaskId, LeaseToken)],
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        let results = self.ack_statements(acks).await?;
+        let mut out = Vec::with_capacity(results.len());
+        for (result, (id, token)) in results.into_iter().zip(acks) {
+            out.push(match result {
+                Acked::Done => Ok(()),
+                Acked::Refused(e) => Err(e),
+                // Rare: ended in a transaction that resolves its dependents.
+                Acked::Dependents => self.ack_resolving(*id, *token, None).await,
+            });
+        }
+        Ok(out)
+    }
+
+    /// What the ack statement did with each item of `acks`. The statement
+    /// passes over a row that another transaction changed after it began
+    /// (it deletes by ctid), so the items it refused get a second look in
+    /// a statement of their own: a holder whose heartbeat raced its ack
+    /// still has its lease.
+    async fn ack_statements(
+        &self,
+        acks: &[(TaskId, LeaseToken)],
+    ) -> Result<Vec<Acked>, StoreError> {
         let mut results = self.ack_statement(acks).await?;
         let refused: Vec<usize> = (0..results.len())
             .filter(|&i| results[i] == Acked::Refused(StoreError::LeaseLost))
@@ -174,16 +206,7 @@ impl Backend {
                 results[i] = result;
             }
         }
-        let mut out = Vec::with_capacity(results.len());
-        for (result, (id, token)) in results.into_iter().zip(acks) {
-            out.push(match result {
-                Acked::Done => Ok(()),
-                Acked::Refused(e) => Err(e),
-                // Rare: ended in a transaction that resolves its dependents.
-                Acked::Dependents => self.ack_resolving(*id, *token).await,
-            });
-        }
-        Ok(out)
+        Ok(results)
     }
 
     /// One statement that acks every item of `acks`.

@@ -42,8 +42,8 @@ async fn concurrent_starters_migrate_once() {
             tokio::spawn(connect(config))
         })
         .collect();
-    // Versions 1 to 11, each applied once.
-    let every_version_once: Vec<(i32, i64)> = (1..=11).map(|v| (v, 1)).collect();
+    // Versions 1 to 12, each applied once.
+    let every_version_once: Vec<(i32, i64)> = (1..=12).map(|v| (v, 1)).collect();
     let mut stores = Vec::new();
     for s in starters {
         stores.push(s.await.expect("every starter connects"));
@@ -99,25 +99,32 @@ async fn an_unreachable_database_is_a_connect_error() {
     assert_eq!(err.code(), "connect", "{err}");
 }
 
-/// The schema as a build of version 5 left it: migrations 1 to 5 applied
-/// and recorded, as `src/migrate.rs` does.
-async fn schema_at_version_5(schema: &str) {
+/// Migrations 1 to 11, as shipped.
+const UP_TO_11: [&str; 11] = [
+    include_str!("../../migrations/0001_tasks.sql"),
+    include_str!("../../migrations/0002_schedules.sql"),
+    include_str!("../../migrations/0003_vacuum_truncate.sql"),
+    include_str!("../../migrations/0004_scheduled_in_claim_order.sql"),
+    include_str!("../../migrations/0005_stats_cache_and_retried.sql"),
+    include_str!("../../migrations/0006_generations.sql"),
+    include_str!("../../migrations/0007_traceparent.sql"),
+    include_str!("../../migrations/0008_claim_limits.sql"),
+    include_str!("../../migrations/0009_groups.sql"),
+    include_str!("../../migrations/0010_parked_only_indexes.sql"),
+    include_str!("../../migrations/0011_dependencies.sql"),
+];
+
+/// The schema as a build of version `version` (at most 11) left it:
+/// migrations 1 to `version` applied and recorded, as `src/migrate.rs`
+/// does.
+async fn schema_at_version(schema: &str, version: usize) {
     let s = format!("\"{schema}\"");
     let mut sql = format!(
         "CREATE SCHEMA {s}; \
          CREATE TABLE {s}.migrations (version integer PRIMARY KEY, name text NOT NULL, \
              applied_at timestamptz NOT NULL DEFAULT now());"
     );
-    for (version, migration) in [
-        include_str!("../../migrations/0001_tasks.sql"),
-        include_str!("../../migrations/0002_schedules.sql"),
-        include_str!("../../migrations/0003_vacuum_truncate.sql"),
-        include_str!("../../migrations/0004_scheduled_in_claim_order.sql"),
-        include_str!("../../migrations/0005_stats_cache_and_retried.sql"),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (version, migration) in UP_TO_11[..version].iter().enumerate() {
         sql.push_str(&migration.replace("{schema}", &s));
         sql.push_str(&format!(
             ";\nINSERT INTO {s}.migrations (version, name) VALUES ({}, 'old');",
@@ -140,7 +147,7 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
     };
     let schema = fresh_schema();
     let _drop = DropSchema(schema.clone());
-    schema_at_version_5(&schema).await;
+    schema_at_version(&schema, 5).await;
     assert_eq!(versions(&schema).await.last(), Some(&(5, 1)));
     // What a version-5 store wrote: 20 ready tasks over three priorities
     // (ids 1-20), one scheduled for tomorrow (21), one leased (22), one
@@ -172,7 +179,7 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(11, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(12, 1)));
     let q = QueueName::new("kept").unwrap();
     // Migrations 8 and 9 keep the queue's settings, and give it no limits
     // and no bound on its groups.
@@ -248,4 +255,82 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
     let released = new.get(child.into()).await.unwrap();
     assert_eq!(released.state, TaskState::Ready);
     assert_eq!(released.deps.unwrap().failed, 2);
+}
+
+/// A workflow pending on a version-11 schema (before results): after
+/// migration 12 its parents' acks hand it their results, added to the
+/// nothing it held, and it reads them when claimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_pending_on_version_11_receives_results_after_migration_12() {
+    use serde_json::json;
+    use spool_core::{Ack, ClaimRequest, LeaseToken, QueueName, Store, TaskId, TaskResult};
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    schema_at_version(&schema, 11).await;
+    assert_eq!(versions(&schema).await.last(), Some(&(11, 1)));
+    // What a version-11 store wrote: parent 1 leased (token 7), parent 2
+    // ready, task 3 pending on both (policy `run`), the two edges, and
+    // the parents' marks.
+    let s = format!("\"{schema}\"");
+    client()
+        .await
+        .batch_execute(&format!(
+            "INSERT INTO {s}.queues (name, lease_ms, max_attempts, backoff_base_ms, \
+                 backoff_max_ms, dedup_window_ms, max_payload, paused) \
+             VALUES ('flow', 30000, 3, 1000, 3600000, 60000, 1048576, false); \
+             INSERT INTO {s}.tasks (id, run_at, lease_expires_at, lease_token, created_at, \
+                 updated_at, queue_id, attempt, max_attempts, priority, payload_json, state, \
+                 kind, lease_owner, payload, after_ids, waiting_on, parents_failed, \
+                 if_parent_fails, has_dependents) \
+             VALUES \
+             (1, now(), now() + interval '1 hour', 7, now(), now(), 1, 1, 3, 0, true, \
+              'leased', 'job', 'w', '\\x7b7d', NULL, NULL, NULL, NULL, true), \
+             (2, now(), NULL, NULL, now(), now(), 1, 0, 3, 0, true, \
+              'ready', 'job', NULL, '\\x7b7d', NULL, NULL, NULL, NULL, true), \
+             (3, now(), NULL, NULL, now(), now(), 1, 0, 3, 0, true, \
+              'pending', 'job', NULL, '\\x7b7d', '{{1,2}}', '{{1,2}}', 0, 'run', NULL); \
+             INSERT INTO {s}.task_deps (parent, child) VALUES (1, 3), (2, 3); \
+             SELECT setval('{s}.task_ids', 3);"
+        ))
+        .await
+        .unwrap();
+
+    let new = connect(test_config(&schema)).await;
+    assert_eq!(versions(&schema).await.last(), Some(&(12, 1)));
+    let q = QueueName::new("flow").unwrap();
+    let result = |v: serde_json::Value| Ack::Result(TaskResult::new(&v).unwrap());
+    let pending = new.get(TaskId(3).into()).await.unwrap();
+    assert!(pending.deps.unwrap().results.is_empty(), "none before");
+
+    new.ack(TaskId(1), LeaseToken(7), result(json!({"first": true})))
+        .await
+        .unwrap();
+    let waiting = new.get(TaskId(3).into()).await.unwrap();
+    assert_eq!(waiting.state, spool_core::TaskState::Pending);
+    let held: Vec<_> = waiting.deps.unwrap().results;
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(
+        (held[0].0, held[0].1.value()),
+        (TaskId(1), json!({"first": true}))
+    );
+
+    let second = new.claim(ClaimRequest::new(q.clone(), "w")).await.unwrap();
+    assert_eq!(second.iter().map(|t| t.id).collect::<Vec<_>>(), [TaskId(2)]);
+    let token = second[0].lease.as_ref().unwrap().token;
+    new.ack(TaskId(2), token, result(json!(2))).await.unwrap();
+
+    let child = new.claim(ClaimRequest::new(q, "w")).await.unwrap();
+    assert_eq!(child.iter().map(|t| t.id).collect::<Vec<_>>(), [TaskId(3)]);
+    let results: Vec<(TaskId, serde_json::Value)> = child[0]
+        .deps
+        .as_ref()
+        .unwrap()
+        .results
+        .iter()
+        .map(|(p, r)| (*p, r.value()))
+        .collect();
+    assert_eq!(
+        results,
+        [(TaskId(1), json!({"first": true})), (TaskId(2), json!(2))]
+    );
 }

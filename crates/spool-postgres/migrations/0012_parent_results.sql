@@ -1,0 +1,16 @@
+-- Version 12: results of parents (docs/spec.md §3.2 "Results"; README.md,
+-- "Dependencies").
+--
+-- `parent_results` is on the dependent's own row: a jsonb object with one
+-- member per parent that completed with a result while the task waited
+-- for it, keyed by the parent's id in decimal, whose value is the result's
+-- JSON text as the ack gave it (a jsonb string, not the parsed value: the
+-- text comes back exactly, and a result jsonb could not hold, such as a
+-- "\u0000" escape, is stored like any other). NULL for every task that
+-- holds no result, which is almost every task. The transaction that ends
+-- a parent adds its member (sql/deps_write.sql); nothing else writes it.
+--
+-- Nullable, without a default: adding it rewrites no row, and a task
+-- pending from before it starts with none. Added to the partitioned
+-- table, it is added to every partition.
+ALTER TABLE {schema}.tasks ADD COLUMN parent_results jsonb;
