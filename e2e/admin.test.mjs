@@ -338,7 +338,9 @@ test('a batch callback shows what it waits for and how they ended', async () => 
     { kind: 'publish-export', payload: { month: '2026-11' }, after_batch: [0, 1, 2], if_parent_fails: 'run' },
   ]);
   const token = await claim(open, 'exports', one);
-  await api(open, 'POST', `/v1/tasks/${one}/ack`, { token });
+  // Keys in the order HTTP gives them back (docs/spec.md §3.2: normalized).
+  const result = { file: 'exports/2026-11/part-1.csv', note: '<b>ok</b>', rows: 1204 };
+  assert.equal((await api(open, 'POST', `/v1/tasks/${one}/ack`, { token, result })).status, 204);
   await failTimes(open, 'exports', two, ['upstream 503: report service unavailable'], { discard: true });
 
   const page = await newPage();
@@ -349,6 +351,12 @@ test('a batch callback shows what it waits for and how they ended', async () => 
   assert.match(facts, /Completed\s+1/);
   assert.match(facts, /Failed\s+1/);
   assert.match(facts, /run it anyway/);
+  // The completed part's result, next to it, as text (its markup escaped).
+  const parents = page.locator('section[aria-labelledby="deps-heading"] ul.parents li');
+  const first = parents.filter({ hasText: `Task ${one}` });
+  assert.match(await first.innerText(), /result \{"file":"exports\/2026-11\/part-1\.csv","note":"<b>ok<\/b>","rows":1204\}/);
+  assert.equal(await first.locator('b').count(), 0, 'a result is never markup');
+  assert.doesNotMatch(await parents.filter({ hasText: `Task ${two}` }).innerText(), /result/);
   await shot(page, 'workflow');
   assert.equal((await api(open, 'GET', `/v1/tasks/${done}`)).json.state, 'pending');
   await page.context().close();

@@ -316,10 +316,10 @@ def test_cancelling_a_running_task_signals_its_sync_handler(
     lost: list[bool] = []
     runs: list[int] = []
 
-    def polite(ctx: Context) -> str:
+    def polite(ctx: Context) -> str | None:
         runs.append(ctx.id)
         if ctx.id != enq.id:
-            return "done"
+            return None
         started.set()
         if ctx.cancelled.wait(10):
             seen.append(time.monotonic())

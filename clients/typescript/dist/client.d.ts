@@ -5,7 +5,7 @@
  * enqueued with that idempotency key. Durations are milliseconds (`...Ms`),
  * times are `Date`s. Every error answer throws the class of its stable code.
  */
-import { type Enqueued, type ParentFailure, type Payload, type QueueSettings, type QueueStats, type Schedule, type Task, type TaskPage, type TaskState, type Wire } from "./models.js";
+import { type Enqueued, type Json, type ParentFailure, type Payload, type QueueSettings, type QueueStats, type Schedule, type Task, type TaskPage, type TaskState, type Wire } from "./models.js";
 export declare const DEFAULT_URL = "http://127.0.0.1:7700";
 export interface ClientOptions {
     /** Default `http://127.0.0.1:7700`. */
@@ -99,8 +99,18 @@ export declare class Client {
     /** Create a batch atomically (at most 10,000); results in request order. */
     enqueueMany(queue: string, tasks: TaskSpec[]): Promise<Enqueued[]>;
     claim(queue: string, worker: string, options?: ClaimOptions): Promise<Task[]>;
+    /**
+     * Complete a task (it is deleted), or re-arm it at `rescheduleAt`.
+     *
+     * `result` (any JSON of at most 4,096 bytes written compactly) is handed to
+     * every task still waiting for this one, which reads it in its
+     * `deps.parentResults`; not with `rescheduleAt`. `null` leaves no result: the
+     * API does not tell JSON null from none. A result the server refuses (not
+     * JSON, too large) throws `BadRequest` and the task stays leased.
+     */
     ack(id: number, token: string, options?: {
         rescheduleAt?: Date;
+        result?: Json;
     }): Promise<void>;
     ackMany(acks: {
         id: number;

@@ -106,9 +106,21 @@ export class Client {
         const body = await this.request("POST", `/v1/queues/${seg(queue)}/claim`, compact({ worker, max: options.max ?? 1, lease_ms: options.leaseMs, wait_ms: waitMs }), waitMs);
         return body.tasks.map(taskOf);
     }
+    /**
+     * Complete a task (it is deleted), or re-arm it at `rescheduleAt`.
+     *
+     * `result` (any JSON of at most 4,096 bytes written compactly) is handed to
+     * every task still waiting for this one, which reads it in its
+     * `deps.parentResults`; not with `rescheduleAt`. `null` leaves no result: the
+     * API does not tell JSON null from none. A result the server refuses (not
+     * JSON, too large) throws `BadRequest` and the task stays leased.
+     */
     async ack(id, token, options = {}) {
         const at = options.rescheduleAt;
-        await this.request("POST", `/v1/tasks/${id}/ack`, compact({ token, reschedule_at: at && formatTime(at) }));
+        if (at !== undefined && options.result !== undefined) {
+            throw new RangeError("give result or rescheduleAt, not both");
+        }
+        await this.request("POST", `/v1/tasks/${id}/ack`, compact({ token, reschedule_at: at && formatTime(at), result: options.result }));
     }
     async ackMany(acks) {
         const body = await this.request("POST", "/v1/ack", { acks });

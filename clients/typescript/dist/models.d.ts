@@ -41,6 +41,8 @@ export interface Dependencies {
     /** How many ended completed: what a batch's callback reads. */
     parentsCompleted: number;
     ifParentFails: ParentFailure;
+    /** The results the parents that completed with one left, by parent id (ascending). */
+    parentResults: Map<number, Json>;
 }
 export interface Task {
     id: number;

@@ -68,6 +68,7 @@ function depsOf(obj) {
         parentsFailed: obj.parents_failed,
         parentsCompleted: obj.parents_completed,
         ifParentFails: obj.if_parent_fails,
+        parentResults: new Map((obj.parent_results ?? []).map((r) => [r.id, r.result])),
     };
 }
 /** Servers older than dependencies send no `pending`: none then. */

@@ -7,7 +7,10 @@
  * buffer while its lease runs.
  *
  * Outcomes: a handler that resolves → ack (the acks of concurrent runs go out
- * together in one batch request); one that throws → fail, and the server
+ * together in one batch request); one that resolves to a value other than
+ * `undefined` or `null` → ack on its own, with the value as the task's result,
+ * handed to the tasks waiting for it (`parentResults`), or fail when the value
+ * is not JSON or over 4,096 bytes; one that throws → fail, and the server
  * schedules the retry with its backoff; `Retry`/`Discard`/`Snooze` as in
  * `outcomes`. A run that lives past half its lease has the lease extended in
  * the background. At the deadline the run's `signal` aborts with
@@ -27,7 +30,7 @@
  * grace period.
  */
 import type { Client } from "./client.js";
-import type { Dependencies, Payload, Task } from "./models.js";
+import type { Dependencies, Json, Payload, Task } from "./models.js";
 /** What a handler sees: its task, its deadline and a cancellation signal. */
 export interface TaskContext {
     readonly task: Task;
@@ -39,6 +42,13 @@ export interface TaskContext {
     readonly group: string | null;
     /** The tasks it waited for and how they ended (a batch callback's counts), if any. */
     readonly deps: Dependencies | null;
+    /**
+     * The results the tasks it waited for left, by parent id: those that completed
+     * returning a value (a batch callback reads every member's). Empty when none.
+     */
+    readonly parentResults: ReadonlyMap<number, Json>;
+    /** The result task `parentId` left for this one; `undefined` when it is not a parent or left none. */
+    parentResult(parentId: number): Json | undefined;
     /** 1 on the first run, 2 on the first retry, and so on. */
     readonly attempt: number;
     readonly maxAttempts: number;
@@ -56,7 +66,14 @@ export interface TaskContext {
     /** True once the run's lease is lost; the worker then reports nothing for it. */
     readonly lost: boolean;
 }
+/**
+ * A handler: what it resolves to, unless `undefined` or `null`, is the task's
+ * result (JSON of at most `MAX_RESULT` bytes). Mind an arrow function's
+ * expression body: `(t) => seen.push(t.id)` resolves to a number.
+ */
 export type Handler = (task: TaskContext) => unknown;
+/** The most bytes a task's result may take, as compact JSON text (UTF-8). */
+export declare const MAX_RESULT = 4096;
 export interface WorkerOptions {
     /** Runs at once per queue, unless `handle` sets the queue's own; default 10. */
     concurrency?: number;
@@ -113,6 +130,12 @@ export declare class Worker {
     /** Extend the lease each time half of it has passed, until the run ends. */
     private keepLease;
     private finish;
+    /**
+     * Ack on its own with the handler's value as the task's result. A value that
+     * is not JSON or too large, or that the server refuses, fails the task with
+     * the reason, as a throw would: never dropped unseen.
+     */
+    private ackResult;
     /** Tell the server how a run ended; if that fails, the lease expires and it runs again. */
     private report;
 }

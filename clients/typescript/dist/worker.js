@@ -7,7 +7,10 @@
  * buffer while its lease runs.
  *
  * Outcomes: a handler that resolves → ack (the acks of concurrent runs go out
- * together in one batch request); one that throws → fail, and the server
+ * together in one batch request); one that resolves to a value other than
+ * `undefined` or `null` → ack on its own, with the value as the task's result,
+ * handed to the tasks waiting for it (`parentResults`), or fail when the value
+ * is not JSON or over 4,096 bytes; one that throws → fail, and the server
  * schedules the retry with its backoff; `Retry`/`Discard`/`Snooze` as in
  * `outcomes`. A run that lives past half its lease has the lease extended in
  * the background. At the deadline the run's `signal` aborts with
@@ -29,8 +32,27 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { debuglog } from "node:util";
-import { LeaseLost, NotFound, SpoolError } from "./errors.js";
+import { BadRequest, LeaseLost, NotFound, SpoolError } from "./errors.js";
 import { DeadlineExceeded, Discard, Retry, Snooze, TaskCancelled } from "./outcomes.js";
+/** The most bytes a task's result may take, as compact JSON text (UTF-8). */
+export const MAX_RESULT = 4096;
+/** `value` as the compact JSON text the server measures a result by; throws a `RangeError` when it cannot be one. */
+function resultText(value) {
+    let text;
+    try {
+        text = JSON.stringify(value);
+    }
+    catch (e) {
+        throw new RangeError(`a result must be JSON: ${String(e)}`);
+    }
+    if (text === undefined)
+        throw new RangeError(`a result must be JSON, not a ${typeof value}`);
+    const size = Buffer.byteLength(text, "utf8");
+    if (size > MAX_RESULT) {
+        throw new RangeError(`a result of ${size} bytes of JSON exceeds the limit of ${MAX_RESULT} bytes; pass larger outputs by reference`);
+    }
+    return text;
+}
 // A run's deadline comes this long before its task's own lease ends, so that
 // the "deadline exceeded" failure reaches the server while the lease holds.
 const LEASE_MARGIN_MS = 500;
@@ -343,6 +365,7 @@ export class Worker {
             deadline = Math.min(deadline, sent + task.leaseMs - LEASE_MARGIN_MS);
         const abort = new AbortController();
         const lost = new Latch();
+        const parentResults = task.deps?.parentResults ?? new Map();
         const ctx = {
             task,
             id: task.id,
@@ -351,6 +374,8 @@ export class Worker {
             key: task.key,
             group: task.group,
             deps: task.deps,
+            parentResults,
+            parentResult: (parentId) => parentResults.get(parentId),
             attempt: task.attempt,
             maxAttempts: task.maxAttempts,
             payload: task.payload,
@@ -435,8 +460,36 @@ export class Worker {
         else if (!settled.ok) {
             await this.client.fail(task.id, token, failureText(settled.error));
         }
-        else {
+        else if (settled.value === undefined || settled.value === null) {
             await this.acker.ack(task.id, token);
+        }
+        else {
+            await this.ackResult(task.id, token, settled.value);
+        }
+    }
+    /**
+     * Ack on its own with the handler's value as the task's result. A value that
+     * is not JSON or too large, or that the server refuses, fails the task with
+     * the reason, as a throw would: never dropped unseen.
+     */
+    async ackResult(id, token, value) {
+        let text;
+        try {
+            text = resultText(value);
+        }
+        catch (e) {
+            debug("task %d: result refused: %s", id, String(e));
+            await this.client.fail(id, token, `the handler's return value: ${e.message}`);
+            return;
+        }
+        try {
+            await this.client.ack(id, token, { result: JSON.parse(text) });
+        }
+        catch (e) {
+            if (!(e instanceof BadRequest))
+                throw e;
+            debug("task %d: the server refused its result: %s", id, String(e));
+            await this.client.fail(id, token, `the server refused the handler's return value: ${e.message}`);
         }
     }
     /** Tell the server how a run ended; if that fails, the lease expires and it runs again. */

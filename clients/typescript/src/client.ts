@@ -9,6 +9,7 @@
 import { ConnectionFailed, errorFor } from "./errors.js";
 import {
   type Enqueued,
+  type Json,
   type ParentFailure,
   type Payload,
   type QueueSettings,
@@ -228,9 +229,25 @@ export class Client {
     return (body.tasks as Wire[]).map(taskOf);
   }
 
-  async ack(id: number, token: string, options: { rescheduleAt?: Date } = {}): Promise<void> {
+  /**
+   * Complete a task (it is deleted), or re-arm it at `rescheduleAt`.
+   *
+   * `result` (any JSON of at most 4,096 bytes written compactly) is handed to
+   * every task still waiting for this one, which reads it in its
+   * `deps.parentResults`; not with `rescheduleAt`. `null` leaves no result: the
+   * API does not tell JSON null from none. A result the server refuses (not
+   * JSON, too large) throws `BadRequest` and the task stays leased.
+   */
+  async ack(id: number, token: string, options: { rescheduleAt?: Date; result?: Json } = {}): Promise<void> {
     const at = options.rescheduleAt;
-    await this.request("POST", `/v1/tasks/${id}/ack`, compact({ token, reschedule_at: at && formatTime(at) }));
+    if (at !== undefined && options.result !== undefined) {
+      throw new RangeError("give result or rescheduleAt, not both");
+    }
+    await this.request(
+      "POST",
+      `/v1/tasks/${id}/ack`,
+      compact({ token, reschedule_at: at && formatTime(at), result: options.result }),
+    );
   }
 
   async ackMany(acks: { id: number; token: string }[]): Promise<AckResult[]> {

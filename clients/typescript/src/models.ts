@@ -46,6 +46,8 @@ export interface Dependencies {
   /** How many ended completed: what a batch's callback reads. */
   parentsCompleted: number;
   ifParentFails: ParentFailure;
+  /** The results the parents that completed with one left, by parent id (ascending). */
+  parentResults: Map<number, Json>;
 }
 
 export interface Task {
@@ -190,6 +192,7 @@ function depsOf(obj: Wire): Dependencies | null {
     parentsFailed: obj.parents_failed,
     parentsCompleted: obj.parents_completed,
     ifParentFails: obj.if_parent_fails,
+    parentResults: new Map(((obj.parent_results ?? []) as Wire[]).map((r) => [r.id as number, r.result as Json])),
   };
 }
 

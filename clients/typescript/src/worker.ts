@@ -7,7 +7,10 @@
  * buffer while its lease runs.
  *
  * Outcomes: a handler that resolves → ack (the acks of concurrent runs go out
- * together in one batch request); one that throws → fail, and the server
+ * together in one batch request); one that resolves to a value other than
+ * `undefined` or `null` → ack on its own, with the value as the task's result,
+ * handed to the tasks waiting for it (`parentResults`), or fail when the value
+ * is not JSON or over 4,096 bytes; one that throws → fail, and the server
  * schedules the retry with its backoff; `Retry`/`Discard`/`Snooze` as in
  * `outcomes`. A run that lives past half its lease has the lease extended in
  * the background. At the deadline the run's `signal` aborts with
@@ -32,8 +35,8 @@ import { hostname } from "node:os";
 import { debuglog } from "node:util";
 
 import type { Client } from "./client.js";
-import { LeaseLost, NotFound, SpoolError } from "./errors.js";
-import type { Dependencies, Payload, Task } from "./models.js";
+import { BadRequest, LeaseLost, NotFound, SpoolError } from "./errors.js";
+import type { Dependencies, Json, Payload, Task } from "./models.js";
 import { DeadlineExceeded, Discard, Retry, Snooze, TaskCancelled, type When } from "./outcomes.js";
 
 /** What a handler sees: its task, its deadline and a cancellation signal. */
@@ -47,6 +50,13 @@ export interface TaskContext {
   readonly group: string | null;
   /** The tasks it waited for and how they ended (a batch callback's counts), if any. */
   readonly deps: Dependencies | null;
+  /**
+   * The results the tasks it waited for left, by parent id: those that completed
+   * returning a value (a batch callback reads every member's). Empty when none.
+   */
+  readonly parentResults: ReadonlyMap<number, Json>;
+  /** The result task `parentId` left for this one; `undefined` when it is not a parent or left none. */
+  parentResult(parentId: number): Json | undefined;
   /** 1 on the first run, 2 on the first retry, and so on. */
   readonly attempt: number;
   readonly maxAttempts: number;
@@ -65,7 +75,33 @@ export interface TaskContext {
   readonly lost: boolean;
 }
 
+/**
+ * A handler: what it resolves to, unless `undefined` or `null`, is the task's
+ * result (JSON of at most `MAX_RESULT` bytes). Mind an arrow function's
+ * expression body: `(t) => seen.push(t.id)` resolves to a number.
+ */
 export type Handler = (task: TaskContext) => unknown;
+
+/** The most bytes a task's result may take, as compact JSON text (UTF-8). */
+export const MAX_RESULT = 4096;
+
+/** `value` as the compact JSON text the server measures a result by; throws a `RangeError` when it cannot be one. */
+function resultText(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (e) {
+    throw new RangeError(`a result must be JSON: ${String(e)}`);
+  }
+  if (text === undefined) throw new RangeError(`a result must be JSON, not a ${typeof value}`);
+  const size = Buffer.byteLength(text, "utf8");
+  if (size > MAX_RESULT) {
+    throw new RangeError(
+      `a result of ${size} bytes of JSON exceeds the limit of ${MAX_RESULT} bytes; pass larger outputs by reference`,
+    );
+  }
+  return text;
+}
 
 export interface WorkerOptions {
   /** Runs at once per queue, unless `handle` sets the queue's own; default 10. */
@@ -429,6 +465,7 @@ export class Worker {
     if (task.leaseMs !== null) deadline = Math.min(deadline, sent + task.leaseMs - LEASE_MARGIN_MS);
     const abort = new AbortController();
     const lost = new Latch();
+    const parentResults: ReadonlyMap<number, Json> = task.deps?.parentResults ?? new Map<number, Json>();
     const ctx: TaskContext = {
       task,
       id: task.id,
@@ -437,6 +474,8 @@ export class Worker {
       key: task.key,
       group: task.group,
       deps: task.deps,
+      parentResults,
+      parentResult: (parentId) => parentResults.get(parentId),
       attempt: task.attempt,
       maxAttempts: task.maxAttempts,
       payload: task.payload,
@@ -519,8 +558,33 @@ export class Worker {
       await this.client.snooze(task.id, token, this.serverTime(outcome.when));
     } else if (!settled.ok) {
       await this.client.fail(task.id, token, failureText(settled.error));
-    } else {
+    } else if (settled.value === undefined || settled.value === null) {
       await this.acker.ack(task.id, token);
+    } else {
+      await this.ackResult(task.id, token, settled.value);
+    }
+  }
+
+  /**
+   * Ack on its own with the handler's value as the task's result. A value that
+   * is not JSON or too large, or that the server refuses, fails the task with
+   * the reason, as a throw would: never dropped unseen.
+   */
+  private async ackResult(id: number, token: string, value: unknown): Promise<void> {
+    let text: string;
+    try {
+      text = resultText(value);
+    } catch (e) {
+      debug("task %d: result refused: %s", id, String(e));
+      await this.client.fail(id, token, `the handler's return value: ${(e as Error).message}`);
+      return;
+    }
+    try {
+      await this.client.ack(id, token, { result: JSON.parse(text) as Json });
+    } catch (e) {
+      if (!(e instanceof BadRequest)) throw e;
+      debug("task %d: the server refused its result: %s", id, String(e));
+      await this.client.fail(id, token, `the server refused the handler's return value: ${e.message}`);
     }
   }
 

@@ -47,6 +47,7 @@ for (const store of STORES) {
         parentsFailed: 0,
         parentsCompleted: 0,
         ifParentFails: "run",
+        parentResults: new Map(),
       });
       assert.equal((await env.client.get(parent.id)).deps, null);
       const stats = (await env.client.stats()).find((s) => s.name === q);

@@ -8,6 +8,7 @@ answer of 400 or more becomes the exception of its error code.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -216,9 +217,54 @@ def claim(
     return Op("POST", f"/v1/queues/{_seg(queue)}/claim", _tasks, body, timeout=wait_ms / 1000 + 30)
 
 
-def ack(task_id: int, token: str, *, reschedule_at: datetime | None = None) -> Op[None]:
-    """Complete a task (it is deleted), or re-arm it at ``reschedule_at``."""
-    body = _compact({"token": token, "reschedule_at": _time(reschedule_at)})
+MAX_RESULT = 4096
+"""The most bytes a task's result may take, as compact JSON text (UTF-8)."""
+
+
+def result_text(value: JSON) -> str:
+    """``value`` as the compact JSON text the server measures a result by.
+
+    Raises ``ValueError`` for a value that is not JSON (``TypeError`` from
+    ``json`` included, NaN and infinities too) or that takes more than
+    ``MAX_RESULT`` bytes.
+    """
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"a result must be JSON: {e}") from e
+    size = len(text.encode("utf-8"))
+    if size > MAX_RESULT:
+        raise ValueError(
+            f"a result of {size} bytes of JSON exceeds the limit of {MAX_RESULT} bytes;"
+            " pass larger outputs by reference"
+        )
+    return text
+
+
+def ack(
+    task_id: int,
+    token: str,
+    *,
+    reschedule_at: datetime | None = None,
+    result: JSON = ...,
+) -> Op[None]:
+    """Complete a task (it is deleted), or re-arm it at ``reschedule_at``.
+
+    ``result`` (any JSON of at most 4,096 bytes written compactly) is handed to
+    every task still waiting for this one, which reads it in its
+    ``deps.parent_results``; not with ``reschedule_at``. ``None`` leaves no
+    result: the API does not tell JSON null from none. A result the server
+    refuses (not JSON, too large) raises ``BadRequest`` and the task stays leased.
+    """
+    if result is not ... and reschedule_at is not None:
+        raise ValueError("give result= or reschedule_at=, not both")
+    body = _compact(
+        {
+            "token": token,
+            "reschedule_at": _time(reschedule_at),
+            "result": None if result is ... else result,
+        }
+    )
     return Op("POST", f"/v1/tasks/{task_id}/ack", _none, body)
 
 

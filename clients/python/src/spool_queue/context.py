@@ -1,4 +1,4 @@
-"""What a handler sees: its task, its deadline and a cancellation signal.
+"""What a handler sees: its task, its parents' results, its deadline and a cancellation signal.
 
 The deadline is the handler's timeout, or the task's own lease (a schedule's
 deadline) when that comes first; it is measured on this process's monotonic
@@ -56,6 +56,17 @@ class Context:
     def deps(self) -> Dependencies | None:
         """The tasks it waited for and how they ended (a batch callback's counts), if any."""
         return self.task.deps
+
+    @property
+    def parent_results(self) -> dict[int, JSON]:
+        """The results the tasks it waited for left, by parent id: those that
+        completed returning a value (a batch callback reads every member's)."""
+        return self.task.deps.parent_results if self.task.deps is not None else {}
+
+    def parent_result(self, parent_id: int, default: JSON = None) -> JSON:
+        """The result task ``parent_id`` left for this one; ``default`` when it is
+        not a parent of this task or completed without one."""
+        return self.parent_results.get(parent_id, default)
 
     @property
     def attempt(self) -> int:

@@ -8,7 +8,7 @@ it was enqueued as bytes (the wire's ``payload_base64``): the round trip is exac
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -91,6 +91,8 @@ class Dependencies:
     """How many ended completed: what a batch's callback reads."""
     if_parent_fails: str
     """``cancel`` or ``run``: what a parent ending dead or cancelled does to the task."""
+    parent_results: dict[int, JSON] = field(default_factory=dict)
+    """The results the parents that completed with one left, by parent id (ascending)."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Dependencies | None:
@@ -103,6 +105,7 @@ class Dependencies:
             parents_failed=int(obj["parents_failed"]),
             parents_completed=int(obj["parents_completed"]),
             if_parent_fails=obj["if_parent_fails"],
+            parent_results={int(r["id"]): r["result"] for r in obj.get("parent_results", [])},
         )
 
 

@@ -7,8 +7,11 @@ while its lease runs. A sync handler runs in the worker's thread pool (see
 ``_threads``), an ``async def`` handler on the event loop.
 
 Outcomes: return → ack (the acks of concurrent runs go out together in one
-batch request); an exception → fail, and the server schedules the retry with
-its backoff; ``Retry``/``Discard``/``Snooze`` as documented in ``outcomes``. A
+batch request); return a value other than ``None`` → ack on its own, with the
+value as the task's result, handed to the tasks waiting for it (``ctx.parent_results``);
+a value that is not JSON or over 4,096 bytes fails the task instead; an
+exception → fail, and the server schedules the retry with its backoff;
+``Retry``/``Discard``/``Snooze`` as documented in ``outcomes``. A
 run that lives past half its lease has the lease extended in the background. At
 the deadline an async handler is cancelled, a sync one sees ``ctx.cancelled``
 set, and the task fails with "deadline exceeded".
@@ -41,10 +44,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar, overload
 
+from ._ops import result_text
 from ._threads import ThreadPool
 from .client import AsyncClient, Client
 from .context import Context
-from .errors import LeaseLost, NotFound, SpoolError
+from .errors import BadRequest, LeaseLost, NotFound, SpoolError
 from .models import Task
 from .outcomes import Discard, Retry, Snooze
 
@@ -562,8 +566,29 @@ class Worker:
         elif error is not None:
             log.info("task %d failed: %r", task.id, error)
             await self._fail(task.id, token, _failure_text(error))
-        else:
+        elif outcome is None:
             await self._acker.ack(task.id, token)
+        else:
+            await self._ack_result(task.id, token, outcome)
+
+    async def _ack_result(self, task_id: int, token: str, result: Any) -> None:
+        """Ack on its own with the handler's return value as the task's result.
+
+        A value that is not JSON or too large, or that the server refuses, fails
+        the task with the reason, as an exception would: never dropped unseen.
+        """
+        assert self._client is not None
+        try:
+            result_text(result)
+        except ValueError as e:
+            log.info("task %d: result refused: %s", task_id, e)
+            await self._fail(task_id, token, f"the handler's return value: {e}")
+            return
+        try:
+            await self._client.ack(task_id, token, result=result)
+        except BadRequest as e:
+            log.info("task %d: the server refused its result: %s", task_id, e)
+            await self._fail(task_id, token, f"the server refused the handler's return value: {e}")
 
     async def _fail(
         self,

@@ -1,15 +1,19 @@
 //! A task's dependencies on its page (`/tasks/{id}`, docs/spec.md §3.2):
 //! the tasks it waits for, each linked, which of them have not ended yet,
-//! how the others ended, and what a failure among them does to it.
+//! how the others ended, what a failure among them does to it, and the
+//! result each completed parent left, if any.
 
 use maud::{html, Markup};
-use spool_core::{Dependencies, ParentFailure};
+use spool_core::{Dependencies, ParentFailure, TaskId, TaskResult};
 
-use super::{links, text};
+use super::{links, payload, text};
 
 /// Most parents listed by id: a batch's callback may wait for 10,000, and
 /// the counts above the list already say how they stand.
 const LISTED: usize = 100;
+/// Most characters of a parent's result shown in the list; the whole
+/// result (at most 4 KiB) is in the element's tooltip.
+const RESULT_SHOWN: usize = 80;
 
 /// The section, for a task that waits for others.
 pub(super) fn section(d: &Dependencies) -> Markup {
@@ -32,6 +36,11 @@ pub(super) fn section(d: &Dependencies) -> Markup {
                         // deleted): the link may find nothing.
                         @if d.waiting_on.binary_search(id).is_ok() { " waiting" }
                         @else { span.muted { " ended" } }
+                        @if let Some(r) = result_of(d, *id) {
+                            @let (whole, shown) = result_text(r);
+                            span.muted { ", result " }
+                            code.result title=(whole) { (shown) }
+                        }
                     }
                 }
             }
@@ -42,9 +51,47 @@ pub(super) fn section(d: &Dependencies) -> Markup {
     }
 }
 
+fn result_of(d: &Dependencies, id: TaskId) -> Option<&TaskResult> {
+    let at = d.results.binary_search_by_key(&id, |(p, _)| *p).ok()?;
+    Some(&d.results[at].1)
+}
+
+/// A result as compact JSON: whole, and as shown, cut after
+/// [`RESULT_SHOWN`] characters with an ellipsis.
+fn result_text(r: &TaskResult) -> (String, String) {
+    let whole = payload::compact(r.as_str());
+    let shown = match whole.char_indices().nth(RESULT_SHOWN) {
+        Some((cut, _)) => format!("{}…", &whole[..cut]),
+        None => whole.clone(),
+    };
+    (whole, shown)
+}
+
 fn policy(p: ParentFailure) -> &'static str {
     match p {
         ParentFailure::Cancel => "cancel this task",
         ParentFailure::Run => "run it anyway",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_result_shows_compact_and_cut() {
+        let r = TaskResult::from_json(r#"{ "rows" : 3 }"#).unwrap();
+        let (whole, shown) = result_text(&r);
+        assert_eq!(
+            (whole.as_str(), shown.as_str()),
+            (r#"{"rows":3}"#, r#"{"rows":3}"#)
+        );
+        let long = format!("\"{}\"", "é".repeat(200));
+        let (whole, shown) = result_text(&TaskResult::from_json(&long).unwrap());
+        assert_eq!(whole, long);
+        assert_eq!(shown.chars().count(), RESULT_SHOWN + 1);
+        assert!(shown.ends_with("é…"), "{shown}");
     }
 }

@@ -126,6 +126,31 @@ pub(super) fn pretty(json: &str) -> String {
     out
 }
 
+/// Valid JSON text with the whitespace between its tokens removed, every
+/// token (strings, numbers) kept exactly as written.
+pub(super) fn compact(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in json.chars() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if c.is_ascii_whitespace() {
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn newline(out: &mut String, depth: usize) {
     out.push('\n');
     for _ in 0..depth.min(MAX_INDENT) {
@@ -148,6 +173,16 @@ mod tests {
         );
         assert_eq!(pretty("[1, [2,3]]"), "[\n  1,\n  [\n    2,\n    3\n  ]\n]");
         assert_eq!(pretty("\"top\""), "\"top\"");
+    }
+
+    #[test]
+    fn compact_json_keeps_every_token() {
+        let text = " { \"a b\" : [ 1.50 , \"x \\\" y\" ] ,\n \"n\": 9223372036854775807 } ";
+        assert_eq!(
+            compact(text),
+            r#"{"a b":[1.50,"x \" y"],"n":9223372036854775807}"#
+        );
+        assert_eq!(compact("\"top\""), "\"top\"");
     }
 
     #[test]

@@ -407,3 +407,52 @@ async fn a_pending_task_shows_what_it_waits_for_and_counts_as_pending() {
     pending.assert_page(200);
     assert_eq!(pending.task_ids(), [child.0]);
 }
+
+#[tokio::test]
+async fn a_dependent_shows_its_parents_results_escaped_and_cut() {
+    use spool_core::{Parent, TaskResult};
+
+    let s = Admin::open().await;
+    let hostile = s.enqueue("flow", None, Payload::default()).await;
+    let long = s.enqueue("flow", None, Payload::default()).await;
+    let plain = s.enqueue("flow", None, Payload::default()).await;
+    let child = NewTask::new(Payload::default())
+        .after(Parent::Task(hostile))
+        .after(Parent::Task(long))
+        .after(Parent::Task(plain));
+    let q = QueueName::new("flow").unwrap();
+    let child = s.store.enqueue(&q, vec![child]).await.unwrap()[0].id;
+    let results = [
+        (
+            hostile,
+            Some(r#"{ "note": "<script>alert(1)</script> & \"q\"" }"#.to_string()),
+        ),
+        (long, Some(format!(r#"["{}","tail"]"#, "z".repeat(300)))),
+        (plain, None),
+    ];
+    for (id, result) in results {
+        let leased = s.claim_until("flow", id).await;
+        let ack = match result {
+            Some(json) => Ack::Result(TaskResult::from_json(&json).unwrap()),
+            None => Ack::Done,
+        };
+        let token = leased.lease.unwrap().token;
+        s.store.ack(id, token, ack).await.unwrap();
+    }
+
+    let page = s.get(&format!("/tasks/{child}")).await;
+    page.assert_page(200);
+    assert!(page.text.contains("Waits for"));
+    // Compact, and escaped: the result's markup is text on the page.
+    assert!(!page.text.contains("<script>alert"), "{}", page.text);
+    let escaped = "{&quot;note&quot;:&quot;&lt;script&gt;alert(1)&lt;/script&gt; \
+                   &amp; \\&quot;q\\&quot;&quot;}";
+    assert!(page.text.contains(escaped), "{}", page.text);
+    // A long one is cut on the page, whole in its tooltip.
+    let cut = format!("[&quot;{}…", "z".repeat(78));
+    assert!(page.text.contains(&cut), "{}", page.text);
+    assert!(page.text.contains("tail&quot;]"), "whole in the title");
+    assert_eq!(page.text.matches("tail").count(), 1, "only in the title");
+    // A parent acked without a result shows none.
+    assert_eq!(page.text.matches(", result ").count(), 2, "{}", page.text);
+}

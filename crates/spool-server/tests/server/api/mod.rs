@@ -15,6 +15,7 @@ mod lease_wait;
 mod leases;
 mod limits;
 mod queues;
+mod results;
 mod schedules;
 mod support;
 mod system;

@@ -8,4 +8,5 @@ mod groups;
 mod limits;
 mod payloads;
 mod pipeline;
+mod results;
 mod support;
