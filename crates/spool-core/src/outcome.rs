@@ -23,8 +23,9 @@ pub struct TaskResult(Arc<str>);
 
 impl TaskResult {
     /// The result whose JSON text is `text`: `bad_request` unless it is
-    /// valid JSON of at most [`MAX_RESULT`] bytes. The text is kept as
-    /// given, whitespace included.
+    /// valid JSON of at most [`MAX_RESULT`] bytes, and not `null`, which
+    /// every interface reads as no result. The text is kept as given,
+    /// whitespace included.
     pub fn from_json(text: &str) -> Result<Self, StoreError> {
         if text.len() > MAX_RESULT {
             return Err(StoreError::bad_request(format!(
@@ -34,6 +35,11 @@ impl TaskResult {
         }
         serde_json::from_str::<IgnoredAny>(text)
             .map_err(|e| StoreError::bad_request(format!("a result must be JSON: {e}")))?;
+        if is_null(text) {
+            return Err(StoreError::bad_request(
+                "a result of null is no result: ack without one",
+            ));
+        }
         Ok(TaskResult(Arc::from(text)))
     }
 
@@ -53,6 +59,12 @@ impl TaskResult {
         // constructor accepts.
         serde_json::from_str(&self.0).unwrap_or(serde_json::Value::Null)
     }
+}
+
+/// Whether `json`, valid JSON, is `null`: the one value that is its own
+/// text, whitespace aside.
+pub fn is_null(json: &str) -> bool {
+    json.trim() == "null"
 }
 
 impl fmt::Debug for TaskResult {
@@ -100,7 +112,7 @@ mod tests {
             TaskResult::from_json(&over).unwrap_err().code(),
             "bad_request"
         );
-        for bad in ["", "{", "nope", "1 2"] {
+        for bad in ["", "{", "nope", "1 2", "null", " null "] {
             assert_eq!(
                 TaskResult::from_json(bad).unwrap_err().code(),
                 "bad_request",

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use spool_core::outcome::is_null;
 use spool_core::schedule::tick_key;
 use spool_core::{
     Dependencies, Kind, LeaseToken, QueueName, Store, StoreError, Task, TaskGroup, TaskId, TaskKey,
@@ -189,14 +190,18 @@ impl Context {
 
     /// Leaves `value` as this run's result, should it complete: the tasks
     /// waiting for this one read it with [`Context::parent_result`]. The
-    /// last call before the handler returns `Ok` counts. `bad_request` for
-    /// a value that does not serialize to JSON of at most
+    /// last call before the handler returns `Ok` counts; a value that
+    /// serializes to `null` leaves none. `bad_request` for a value that
+    /// does not serialize to JSON of at most
     /// [`MAX_RESULT`](spool_core::outcome::MAX_RESULT) bytes.
     pub fn set_result<T: Serialize + ?Sized>(&self, value: &T) -> Result<(), StoreError> {
         let json = serde_json::to_string(value)
             .map_err(|e| StoreError::bad_request(format!("a result that is not JSON: {e}")))?;
-        let result = TaskResult::from_json(&json)?;
-        *self.inner.result.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+        let result = match is_null(&json) {
+            true => None,
+            false => Some(TaskResult::from_json(&json)?),
+        };
+        *self.inner.result.lock().unwrap_or_else(|e| e.into_inner()) = result;
         Ok(())
     }
 

@@ -35,8 +35,7 @@ pub struct DepsJson {
 pub struct ParentResultJson {
     /// The parent's id.
     pub id: u64,
-    /// What its ack gave as `result`.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    /// What its ack gave as `result`: any JSON but `null`.
     pub result: serde_json::Value,
 }
 

@@ -31,8 +31,7 @@ pub(super) struct AckBody {
     pub reschedule_at: Option<String>,
     /// Any JSON of at most 4 KiB, written compactly: handed to the tasks
     /// that wait for this one, which read it in their `parent_results`.
-    /// Not with `reschedule_at`.
-    #[schema(value_type = Option<Object>)]
+    /// Not with `reschedule_at`; `null` is no result.
     pub result: Option<serde_json::Value>,
 }
 

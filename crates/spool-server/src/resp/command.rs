@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
+use spool_core::outcome::is_null;
 use spool_core::store::{validate_batch, MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORKER_ID};
 use spool_core::store::{validate_lease_wait, MAX_LEASE_WAIT};
 use spool_core::task::RunAt;
@@ -168,7 +169,11 @@ pub(super) fn parse(args: &[Bytes]) -> Parsed {
                     Ack::Reschedule(a.unix_ms("RESCHEDULE")?)
                 }
                 Some(opt) if opt.eq_ignore_ascii_case(b"RESULT") => {
-                    Ack::Result(TaskResult::from_json(&a.string("RESULT")?)?)
+                    // `null` is no result, as `"result": null` is over HTTP.
+                    match a.string("RESULT")? {
+                        json if is_null(&json) => Ack::Done,
+                        json => Ack::Result(TaskResult::from_json(&json)?),
+                    }
                 }
                 Some(opt) => return Err(a.unknown_option(&opt)),
             };

@@ -122,3 +122,25 @@ async fn a_result_that_is_not_json_or_too_big_is_bad_request_and_changes_nothing
     assert_eq!(ch.field("state"), &V::Simple("ready".into()));
     assert!(!has(&ch, "parent_results"), "a plain ack leaves no result");
 }
+
+/// `RESULT null` is no result, as `"result": null` is over HTTP: the ack
+/// completes the parent and the child holds nothing from it.
+#[tokio::test]
+async fn a_null_result_is_no_result() {
+    let s = Servers::start().await;
+    let mut c = s.client().await;
+    let (parent, child, token) = parent_and_child(&mut c).await;
+    let r = c
+        .call(&[
+            b"ACK",
+            parent.as_bytes(),
+            token.as_bytes(),
+            b"RESULT",
+            b" null ",
+        ])
+        .await;
+    assert_eq!(r, V::Simple("OK".into()));
+    let got = get(&mut c, &child).await;
+    assert_eq!(got.field("state"), &V::Simple("ready".into()));
+    assert!(!has(&got, "parent_results"), "{got:?}");
+}
