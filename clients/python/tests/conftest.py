@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from spool_queue import BadRequest, Client
+from spool_queue import Client
 
 REPO = Path(__file__).resolve().parents[3]
 DATABASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
@@ -112,22 +112,3 @@ def client(server: Server) -> Iterator[Client]:
 def queue() -> str:
     """A queue of this test's own, so tests share a server without seeing each other."""
     return f"q-{uuid.uuid4().hex[:12]}"
-
-
-def keeps_results(client: Client) -> bool:
-    """Whether the server's store keeps task results, tried with a throwaway task.
-
-    The PostgreSQL store refused results (``bad_request``) when they were
-    introduced; the tests of results check that refusal where it happens, so
-    they hold whichever way the store goes.
-    """
-    q = f"probe-{uuid.uuid4().hex[:12]}"
-    client.enqueue(q)
-    [task] = client.claim(q, "probe")
-    assert task.lease is not None and task.lease.token is not None
-    try:
-        client.ack(task.id, task.lease.token, result=True)
-    except BadRequest:
-        client.ack(task.id, task.lease.token)
-        return False
-    return True

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { BadRequest, Client } from "../src/index.js";
+import { Client } from "../src/index.js";
 
 export const STORES = ["embedded", "postgres"] as const;
 export type Store = (typeof STORES)[number];
@@ -115,27 +115,4 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, limitMs = 
 /** Resolves with a child process's exit code once it has exited. */
 export function exited(p: ChildProcess): Promise<number | null> {
   return p.exitCode !== null ? Promise.resolve(p.exitCode) : new Promise((r) => p.once("exit", (code) => r(code)));
-}
-
-/**
- * Whether the server's store keeps task results, tried with a throwaway task.
- *
- * The PostgreSQL store refused results (`bad_request`) when they were
- * introduced; the tests of results check that refusal where it happens, so
- * they hold whichever way the store goes.
- */
-export async function keepsResults(client: Client): Promise<boolean> {
-  const q = `probe-${randomBytes(6).toString("hex")}`;
-  await client.enqueue(q);
-  const [task] = await client.claim(q, "probe");
-  const token = task?.lease?.token;
-  if (task === undefined || token === undefined) throw new Error("the probe task was not claimed");
-  try {
-    await client.ack(task.id, token, { result: true });
-    return true;
-  } catch (e) {
-    if (!(e instanceof BadRequest)) throw e;
-    await client.ack(task.id, token);
-    return false;
-  }
 }
