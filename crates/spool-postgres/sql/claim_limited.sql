@@ -23,7 +23,9 @@
 -- a rate limit) and `expiry_ms` (with max_leased reached, or, for a
 -- grouped claim, with groups full (sql/group_wait.sql): how long until the
 -- first live lease that may matter runs out): when a waiting claim should
--- look again.
+-- look again; and `throttled`: the limits let the claim take nothing
+-- while the queue holds tasks it could take otherwise (sql/ready_waits.sql,
+-- asked only then; spool_claims_throttled_total counts such claims).
 WITH RECURSIVE b AS (
     SELECT id, lease_ms, rate_limit, rate_period_ms, rate_burst, max_leased,
            group_concurrency, has_groups, group_cursor, at,
@@ -74,5 +76,7 @@ WITH RECURSIVE b AS (
             {group_wait}) AS expiry_ms
     FROM b
 )
-SELECT a.limited, w.refill_ms, w.expiry_ms, c.*
+SELECT a.limited, w.refill_ms, w.expiry_ms,
+       CASE WHEN a.allowance <= 0 THEN {ready_waits} ELSE false END AS throttled,
+       c.*
 FROM q a CROSS JOIN waits w LEFT JOIN claimed c ON true

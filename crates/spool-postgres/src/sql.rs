@@ -7,9 +7,11 @@
 //! fragment of their own (`sql/claim_steps.sql`), put in where a template
 //! names `{claim_steps}`; so is the count of a rate-limit bucket's tokens
 //! (`sql/bucket_tokens.sql`, `{bucket_tokens}`), which the limited claim
-//! and the unlocked look at the bucket share. The schema name is validated
-//! ([`crate::config::Schema`]), so nothing user-supplied is ever spliced in
-//! unchecked.
+//! and the unlocked look at the bucket share, and of whether a queue holds
+//! tasks a claim could take (`sql/ready_waits.sql`, `{ready_waits}`),
+//! which both ask when the limits let a claim take nothing. The schema
+//! name is validated ([`crate::config::Schema`]), so nothing user-supplied
+//! is ever spliced in unchecked.
 
 use spool_core::TaskState;
 
@@ -83,6 +85,18 @@ fn with_mark_grouped(template: &str, queue_id: &str) -> String {
         &include_str!("../sql/mark_grouped.sql").replace("{queue_id}", queue_id),
     )
 }
+
+/// A statement with `sql/ready_waits.sql` put in where it says
+/// `{ready_waits}`; `queue_id` is how the statement names its queue's id.
+fn with_ready_waits(template: &str, queue_id: &str) -> String {
+    template.replace(
+        "{ready_waits}",
+        &include_str!("../sql/ready_waits.sql").replace("{queue_id}", queue_id),
+    )
+}
+
+/// How `sql/claim_limited.sql` names its queue's id.
+const LIMITED_QUEUE_ID: &str = "(SELECT id FROM b)";
 
 /// What a limited claim may take: the allowance its queue's limits leave.
 const ALLOWANCE: &str = "(SELECT allowance FROM q)";
@@ -225,12 +239,12 @@ impl Sql {
                 "$3",
             )),
             claim_limited: r(&with_claim_steps(
-                include_str!("../sql/claim_limited.sql"),
+                &with_ready_waits(include_str!("../sql/claim_limited.sql"), LIMITED_QUEUE_ID),
                 Steps::InOrder,
                 ALLOWANCE,
             )),
             claim_grouped: r(&with_claim_steps(
-                include_str!("../sql/claim_limited.sql"),
+                &with_ready_waits(include_str!("../sql/claim_limited.sql"), LIMITED_QUEUE_ID),
                 Steps::InTurn,
                 ALLOWANCE,
             )),
@@ -240,7 +254,10 @@ impl Sql {
             ),
             try_lock_limited_queue: r(&include_str!("../sql/lock_limited_queue.sql")
                 .replace("{skip_locked}", "SKIP LOCKED")),
-            peek_bucket: r(include_str!("../sql/peek_bucket.sql")),
+            peek_bucket: r(&with_ready_waits(
+                include_str!("../sql/peek_bucket.sql"),
+                "b.id",
+            )),
             next_due: r(include_str!("../sql/next_due.sql")),
             ack_many: r(include_str!("../sql/ack_many.sql")),
             give_back: r(include_str!("../sql/give_back.sql")),
@@ -340,6 +357,7 @@ mod tests {
             "{table}",
             "{skip_locked}",
             "{bucket_tokens}",
+            "{ready_waits}",
         ] {
             assert!(!all.contains(p), "{p} left in a statement");
         }

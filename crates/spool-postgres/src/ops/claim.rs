@@ -13,6 +13,15 @@
 //! the limits held back also wakes when they may let it in; a waiting
 //! claim on a queue with a rate limit is paced by
 //! [`crate::ops::claim_pace`], which sleeps for the bucket itself.
+//!
+//! A claim whose first look the limits held back while the queue held
+//! tasks it could take otherwise counts once as
+//! `spool_claims_throttled_total` (docs/spec.md §7), as the embedded
+//! engine counts a claim it answers or parks for that reason: later looks
+//! of a long poll do not count again. The limited claim's statement (or a
+//! paced claim's read of the bucket) says so itself, asking whether tasks
+//! are ready only when the limits leave nothing; the ordinary claim
+//! statement, which queues without limits run alone, is unchanged.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
@@ -51,6 +60,28 @@ fn claimed_in_order(rows: &[Row]) -> Result<Vec<Task>, StoreError> {
     claimed.into_iter().map(|(_, t)| t.view()).collect()
 }
 
+/// The counter of claims that the queue's limits held back while tasks
+/// were ready, named as the embedded engine names it.
+const THROTTLED: &str = "spool_claims_throttled_total";
+
+/// What one look of a claim found.
+struct Look {
+    /// The tasks it claimed, in claim order.
+    tasks: Vec<Task>,
+    /// When the queue's limits held it back: how long until they may let
+    /// it take something.
+    recheck: Option<Duration>,
+    /// Whether the limits let it take nothing while tasks were ready.
+    throttled: bool,
+}
+
+/// Counts a claim that the limits held back at its first look.
+fn count_throttled(first: &Look) {
+    if first.throttled {
+        metrics::counter!(THROTTLED).increment(1);
+    }
+}
+
 /// The claim-order key of the last task a claim took: what the floor rises
 /// to.
 fn last_claimed(rows: &[Row]) -> Result<Option<Key>, StoreError> {
@@ -75,15 +106,22 @@ impl Backend {
         req.validate()?;
         let lease_ms = req.lease.map(|l| millis("lease_ms", l)).transpose()?;
         if req.wait.is_zero() {
-            return Ok(self.claim_once(&req, lease_ms, None).await?.0);
+            let look = self.claim_once(&req, lease_ms, None).await?;
+            count_throttled(&look);
+            return Ok(look.tasks);
         }
         let deadline = Instant::now() + req.wait;
         let bell = self.wakeups.bell(req.queue.as_str());
+        let mut first = true;
         loop {
             let woken = bell.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let (tasks, recheck) = self.claim_once(&req, lease_ms, Some(deadline)).await?;
+            let look = self.claim_once(&req, lease_ms, Some(deadline)).await?;
+            if std::mem::take(&mut first) {
+                count_throttled(&look);
+            }
+            let Look { tasks, recheck, .. } = look;
             let now = Instant::now();
             if !tasks.is_empty() || now >= deadline {
                 if tasks.len() == req.max as usize {
@@ -108,14 +146,15 @@ impl Backend {
     /// One claim statement (a limited claim's transaction, for a queue
     /// with limits); counts what it claimed towards the next vacuum.
     /// Answers the tasks, and, when the queue's limits held the claim
-    /// back, how long until they may let it take something. A long poll
-    /// passes its `deadline`, until which a rate limit may pace it.
+    /// back, how long until they may let it take something and whether
+    /// tasks were ready meanwhile. A long poll passes its `deadline`, until
+    /// which a rate limit may pace it.
     async fn claim_once(
         &self,
         req: &ClaimRequest,
         lease_ms: Option<i64>,
         deadline: Option<Instant>,
-    ) -> Result<(Vec<Task>, Option<Duration>), StoreError> {
+    ) -> Result<Look, StoreError> {
         let max = i64::from(req.max);
         let tokens = fresh_tokens(req.max);
         let queue = req.queue.as_str();
@@ -147,6 +186,7 @@ impl Backend {
                     rows,
                     recheck: None,
                     grouped: false,
+                    throttled: false,
                 }),
             }
         };
@@ -154,6 +194,7 @@ impl Backend {
             rows,
             recheck,
             grouped,
+            throttled,
         } = match rows {
             Ok(rows) => rows,
             Err(e) => {
@@ -170,7 +211,11 @@ impl Backend {
         let claimed = claimed_in_order(&rows)?;
         self.claimed_since_vacuum
             .fetch_add(claimed.len() as u64, Ordering::Relaxed);
-        Ok((claimed, recheck))
+        Ok(Look {
+            tasks: claimed,
+            recheck,
+            throttled,
+        })
     }
 
     /// How long until the queue's next scheduled task is due, if any.

@@ -27,6 +27,11 @@
 //! A long poll on a queue with a rate limit comes here through
 //! [`crate::ops::claim_pace`], which tries the lock rather than waits for
 //! it ([`Backend::try_claim_limited`]).
+//!
+//! The claim statement also says whether the limits held it back: they
+//! let it take nothing while the queue holds tasks it could take
+//! otherwise (`throttled`, `sql/ready_waits.sql`, asked only then), which
+//! [`Backend::claim`] counts as `spool_claims_throttled_total`.
 
 use std::time::Duration;
 
@@ -47,6 +52,9 @@ pub(crate) struct Limited {
     /// Whether it took the groups in turn: then what it took says nothing
     /// of where the claim order's front is ([`crate::floor`]).
     pub(crate) grouped: bool,
+    /// Whether the limits let it take nothing although the queue holds
+    /// tasks it could take otherwise.
+    pub(crate) throttled: bool,
 }
 
 impl Limited {
@@ -56,6 +64,7 @@ impl Limited {
             rows: Vec::new(),
             recheck: None,
             grouped: false,
+            throttled: false,
         }
     }
 }
@@ -82,6 +91,18 @@ fn says_rated(rows: &[Row]) -> Result<bool, StoreError> {
         Some(row) => row
             .try_get::<_, Option<i64>>("refill_ms")
             .map(|r| r.is_some())
+            .map_err(corrupt),
+        None => Ok(false),
+    }
+}
+
+/// Whether a limited claim's rows say the limits held it back while tasks
+/// were ready.
+fn says_throttled(rows: &[Row]) -> Result<bool, StoreError> {
+    match rows.first() {
+        Some(row) => row
+            .try_get::<_, Option<bool>>("throttled")
+            .map(|t| t.unwrap_or(false))
             .map_err(corrupt),
         None => Ok(false),
     }
@@ -159,10 +180,12 @@ impl Backend {
         self.limited
             .set(queue, says_limited(&rows)?, says_rated(&rows)?);
         let recheck = recheck_in(&rows)?;
+        let throttled = says_throttled(&rows)?;
         Ok(Some(Limited {
             rows,
             recheck,
             grouped,
+            throttled,
         }))
     }
 }

@@ -41,6 +41,11 @@
 //!   first whole token.
 //! - Claims that do not wait, and queues without a rate limit, never come
 //!   here: they take the limited claim as it is.
+//! - A paced claim whose first read found less than a whole token while
+//!   tasks were ready was held back by the limit, as an unpaced claim that
+//!   took nothing then would have been: it answers `throttled`, whatever
+//!   it takes after its sleep (`spool_claims_throttled_total`). The read
+//!   asks whether tasks are ready only then, in the same statement.
 
 use std::time::Duration;
 
@@ -136,13 +141,30 @@ impl Backend {
         let Ok(_turn) = timeout_at(deadline, turn.lock()).await else {
             return Ok(Limited::nothing());
         };
+        let mut first = None;
+        let mut limited = self.pace(queue, params, max, deadline, &mut first).await?;
+        limited.throttled |= first.unwrap_or(false);
+        Ok(limited)
+    }
+
+    /// Steps 2 to 4, holding the turn; sets `first` to whether the first
+    /// read of the bucket found the claim held back while tasks were ready.
+    async fn pace(
+        &self,
+        queue: &str,
+        params: &Params<'_>,
+        max: u32,
+        deadline: Instant,
+        first: &mut Option<bool>,
+    ) -> Result<Limited, StoreError> {
         let mut backoff = BACKOFF_MIN;
         loop {
-            let Some(bucket) = self.peek_bucket(queue).await? else {
+            let Some((bucket, throttled)) = self.peek_bucket(queue).await? else {
                 // Paused, or no longer rated: the limited claim says so,
                 // and this process remembers what it says.
                 return self.claim_limited(queue, params).await;
             };
+            first.get_or_insert(throttled);
             let now = Instant::now();
             let late = now >= deadline;
             let want = if late { 1.0 } else { bucket.batch(max) };
@@ -170,9 +192,10 @@ impl Backend {
         }
     }
 
-    /// The queue's bucket, read without its lock; `None` if the queue is
+    /// The queue's bucket, read without its lock, and whether it holds less
+    /// than a whole token while tasks are ready; `None` if the queue is
     /// paused or unknown, or has no rate limit.
-    async fn peek_bucket(&self, queue: &str) -> Result<Option<Bucket>, StoreError> {
+    async fn peek_bucket(&self, queue: &str) -> Result<Option<(Bucket, bool)>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(&self.sql.peek_bucket, &[&queue])
@@ -182,12 +205,19 @@ impl Backend {
             return Ok(None);
         };
         let get = |column: &str| row.try_get::<_, Option<f64>>(column).map_err(corrupt);
+        let throttled = row
+            .try_get::<_, Option<bool>>("throttled")
+            .map_err(corrupt)?
+            .unwrap_or(false);
         Ok(match (get("tokens")?, get("per_ms")?, get("burst")?) {
-            (Some(tokens), Some(per_ms), Some(burst)) if per_ms > 0.0 => Some(Bucket {
-                tokens,
-                per_ms,
-                burst,
-            }),
+            (Some(tokens), Some(per_ms), Some(burst)) if per_ms > 0.0 => Some((
+                Bucket {
+                    tokens,
+                    per_ms,
+                    burst,
+                },
+                throttled,
+            )),
             _ => None,
         })
     }

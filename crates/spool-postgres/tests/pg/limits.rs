@@ -1,15 +1,20 @@
 //! Claim limits across nodes (docs/spec.md §4, §10): several stores on one
 //! schema, several claimers each, and the limits hold for all of them
-//! together, not per node.
+//! together, not per node. And the claims they hold back are counted
+//! (docs/spec.md §7).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, RateLimit, Store};
 use spool_postgres::PgStore;
 
-use crate::common::{drain_across, fresh_schema, stores_on, Claimers, DropSchema};
+use crate::common::{
+    connect, drain_across, fresh_schema, stores_on, test_config, Claimers, DropSchema,
+};
 
 const NODES: usize = 3;
 const CLAIMERS_PER_NODE: usize = 4;
@@ -127,4 +132,116 @@ async fn rate_limit_holds_across_nodes() {
         taken >= 0.8 * expected,
         "{taken} tasks in {elapsed:?}; the limit should let about {expected} through"
     );
+}
+
+/// Counts the counters incremented on the thread that installed it
+/// ([`metrics::set_default_local_recorder`]): tests run in parallel, and a
+/// global recorder would count the throttled claims of every test.
+#[derive(Default)]
+struct Counters(Mutex<HashMap<String, Arc<AtomicU64>>>);
+
+impl Counters {
+    fn get(&self, name: &str) -> u64 {
+        let counters = self.0.lock().unwrap();
+        counters.get(name).map_or(0, |c| c.load(Ordering::SeqCst))
+    }
+}
+
+impl Recorder for Counters {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        let mut counters = self.0.lock().unwrap();
+        let counter = counters.entry(key.name().to_string()).or_default();
+        Counter::from_arc(counter.clone())
+    }
+
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::noop()
+    }
+}
+
+const THROTTLED: &str = "spool_claims_throttled_total";
+
+/// A queue named `name` with `settings` and `tasks` ready tasks.
+async fn queue_of(store: &PgStore, name: &str, settings: QueueSettings, tasks: usize) -> QueueName {
+    let q = QueueName::new(name).unwrap();
+    store.put_queue(&q, settings.into()).await.unwrap();
+    if tasks > 0 {
+        let batch = (0..tasks)
+            .map(|i| NewTask::new(Payload::binary(i.to_le_bytes().to_vec())))
+            .collect();
+        store.enqueue(&q, batch).await.unwrap();
+    }
+    q
+}
+
+/// A claim that a queue's limits hold back while tasks are ready counts
+/// once as `spool_claims_throttled_total` (docs/spec.md §7), as in the
+/// embedded engine; a long poll counts once, however often it looks; a
+/// claim that finds nothing ready, limits or not, does not count. On the
+/// test's own thread (a current-thread runtime), so the counter is this
+/// test's alone.
+#[tokio::test]
+async fn claims_the_limits_hold_back_count_as_throttled() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let counters = Counters::default();
+    let _local = metrics::set_default_local_recorder(&counters);
+    let store = connect(test_config(&schema)).await;
+    let claim = |q: &QueueName, wait: Duration| {
+        let req = ClaimRequest::new(q.clone(), "w").max(1).wait(wait);
+        store.claim(req)
+    };
+
+    // Without limits, nothing ready: not throttled.
+    let plain = queue_of(&store, "plain", QueueSettings::default(), 0).await;
+    assert!(claim(&plain, Duration::ZERO).await.unwrap().is_empty());
+    assert_eq!(counters.get(THROTTLED), 0);
+
+    // A rate limit of 1 a minute and two ready tasks: the first claim
+    // spends the token, the second takes nothing and counts.
+    let per_minute = QueueSettings {
+        rate_limit: Some(RateLimit {
+            limit: 1,
+            period: Duration::from_secs(60),
+            burst: 1,
+        }),
+        ..QueueSettings::default()
+    };
+    let rated = queue_of(&store, "rated", per_minute.clone(), 2).await;
+    assert_eq!(claim(&rated, Duration::ZERO).await.unwrap().len(), 1);
+    assert_eq!(counters.get(THROTTLED), 0, "the first claim took a task");
+    assert!(claim(&rated, Duration::ZERO).await.unwrap().is_empty());
+    assert_eq!(counters.get(THROTTLED), 1, "the second was held back");
+
+    // A long poll held back (paced: it reads the bucket, sleeps, reads it
+    // again) counts once.
+    assert!(claim(&rated, Duration::from_millis(300))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(counters.get(THROTTLED), 2, "a long poll counts once");
+
+    // The token spent, but nothing ready: not throttled.
+    let empty = queue_of(&store, "rated_empty", per_minute, 1).await;
+    assert_eq!(claim(&empty, Duration::ZERO).await.unwrap().len(), 1);
+    assert!(claim(&empty, Duration::ZERO).await.unwrap().is_empty());
+    assert_eq!(counters.get(THROTTLED), 2, "nothing was ready");
+
+    // max_leased 1 and two ready tasks: the second claim counts.
+    let one_at_a_time = QueueSettings {
+        max_leased: Some(1),
+        ..QueueSettings::default()
+    };
+    let capped = queue_of(&store, "capped", one_at_a_time, 2).await;
+    assert_eq!(claim(&capped, Duration::ZERO).await.unwrap().len(), 1);
+    assert!(claim(&capped, Duration::ZERO).await.unwrap().is_empty());
+    assert_eq!(counters.get(THROTTLED), 3, "max_leased held it back");
 }
