@@ -9,6 +9,7 @@ the suite with a clear message; nothing is skipped.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import secrets
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from spool_queue import Client
+from spool_queue import Client, Worker
 
 REPO = Path(__file__).resolve().parents[3]
 DATABASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
@@ -112,3 +113,19 @@ def client(server: Server) -> Iterator[Client]:
 def queue() -> str:
     """A queue of this test's own, so tests share a server without seeing each other."""
     return f"q-{uuid.uuid4().hex[:12]}"
+
+
+def run_until(worker: Worker, done: Callable[[], bool], limit: float = 20.0) -> None:
+    """Run the worker until ``done()`` holds, then stop it and wait for its shutdown."""
+
+    async def go() -> None:
+        running = asyncio.create_task(worker.arun())
+        start = time.monotonic()
+        while not done():
+            assert time.monotonic() - start < limit, "condition not reached in time"
+            assert not running.done(), "worker exited early"
+            await asyncio.sleep(0.02)
+        worker.stop()
+        await asyncio.wait_for(running, 30)
+
+    asyncio.run(go())

@@ -3,30 +3,12 @@ waiting for it; a value that cannot be a result fails the task, never lost unsee
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
 from unittest import mock
 
 import pytest
+from conftest import run_until
 
 from spool_queue import AsyncClient, Client, Context, NotFound, TaskSpec, Worker
-
-
-def run_until(worker: Worker, done: Callable[[], bool], limit: float = 20.0) -> None:
-    """Run the worker until ``done()`` holds, then stop it and wait for its shutdown."""
-
-    async def go() -> None:
-        running = asyncio.create_task(worker.arun())
-        start = time.monotonic()
-        while not done():
-            assert time.monotonic() - start < limit, "condition not reached in time"
-            assert not running.done(), "worker exited early"
-            await asyncio.sleep(0.02)
-        worker.stop()
-        await asyncio.wait_for(running, 30)
-
-    asyncio.run(go())
 
 
 def dead_with(client: Client, task_id: int) -> str | None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from conftest import run_until
 
 from spool_queue import (
     Client,
@@ -21,22 +21,6 @@ from spool_queue import (
     TaskSpec,
     Worker,
 )
-
-
-def run_until(worker: Worker, done: Callable[[], bool], limit: float = 20.0) -> None:
-    """Run the worker until ``done()`` holds, then stop it and wait for its shutdown."""
-
-    async def go() -> None:
-        running = asyncio.create_task(worker.arun())
-        start = time.monotonic()
-        while not done():
-            assert time.monotonic() - start < limit, "condition not reached in time"
-            assert not running.done(), "worker exited early"
-            await asyncio.sleep(0.02)
-        worker.stop()
-        await asyncio.wait_for(running, 30)
-
-    asyncio.run(go())
 
 
 def gone(client: Client, task_id: int) -> bool:
