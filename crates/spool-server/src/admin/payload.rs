@@ -70,31 +70,46 @@ fn char_floor(s: &str, at: usize) -> usize {
     i
 }
 
+/// Where a scan of JSON text stands: in a string or between tokens.
+#[derive(Default)]
+struct Scan {
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Scan {
+    /// Whether `c`, the next character, belongs to a string, its quotes
+    /// included.
+    fn in_string(&mut self, c: char) -> bool {
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if c == '\\' {
+                self.escaped = true;
+            } else if c == '"' {
+                self.in_string = false;
+            }
+            true
+        } else {
+            self.in_string = c == '"';
+            self.in_string
+        }
+    }
+}
+
 /// Indents valid JSON text by two spaces per level, keeping every token
 /// (strings, numbers) exactly as written.
 pub(super) fn pretty(json: &str) -> String {
     let mut out = String::with_capacity(json.len() * 2);
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut scan = Scan::default();
     let mut chars = json.chars().peekable();
     while let Some(c) = chars.next() {
-        if in_string {
+        if scan.in_string(c) {
             out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
             continue;
         }
         match c {
-            '"' => {
-                in_string = true;
-                out.push(c);
-            }
             '{' | '[' => {
                 let close = if c == '{' { '}' } else { ']' };
                 while chars.peek().is_some_and(|n| n.is_ascii_whitespace()) {
@@ -130,20 +145,9 @@ pub(super) fn pretty(json: &str) -> String {
 /// token (strings, numbers) kept exactly as written.
 pub(super) fn compact(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut scan = Scan::default();
     for c in json.chars() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-        } else if c.is_ascii_whitespace() {
+        if !scan.in_string(c) && c.is_ascii_whitespace() {
             continue;
         }
         out.push(c);
