@@ -313,9 +313,8 @@ impl Core {
     }
 
     /// Deletes tasks that ended as `ending` (acked: completed; cancelled:
-    /// failed), with what that does to the tasks waiting for them.
-    /// Deletes `ids`, which ended as `ending`; `result` is the one ack's
-    /// result, logged only when a task waits for it.
+    /// failed), with what that does to the tasks waiting for them; `result`
+    /// is a single ack's result, logged only when a task waits for it.
     fn commit_delete(
         &mut self,
         now: Timestamp,
