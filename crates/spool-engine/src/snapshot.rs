@@ -85,8 +85,19 @@ impl SnapshotEncoder {
         self.queues_written = state.queues.len();
     }
 
-    /// One task; its queue and kind must have been written.
-    pub(crate) fn entry(id: u64, e: &Entry, x: Option<&Extra>, buf: &mut Vec<u8>) {
+    /// One task, of `group` if it has one; its queue and kind must have
+    /// been written.
+    ///
+    /// The group is written among the extra fields (as before the engine
+    /// kept it apart from them), so a grouped task without extra fields is
+    /// written with empty ones, which loading drops again.
+    pub(crate) fn entry(
+        id: u64,
+        e: &Entry,
+        x: Option<&Extra>,
+        group: Option<&TaskGroup>,
+        buf: &mut Vec<u8>,
+    ) {
         codec::put_u8(buf, TASK);
         codec::put_u64(buf, id);
         codec::put_u32(buf, e.queue());
@@ -101,11 +112,19 @@ impl SnapshotEncoder {
         let at = e.payload.at();
         codec::put_u64(buf, at.seq);
         codec::put_u64(buf, at.offset);
-        let Some(x) = x else {
-            codec::put_u8(buf, NO_EXTRA);
-            return;
+        let bare;
+        let x = match (x, group) {
+            (Some(x), _) => x,
+            (None, Some(_)) => {
+                bare = Extra::new(e.created_at);
+                &bare
+            }
+            (None, None) => {
+                codec::put_u8(buf, NO_EXTRA);
+                return;
+            }
         };
-        let tag = match (x.group.is_some() || x.deps.is_some(), &x.traceparent) {
+        let tag = match (group.is_some() || x.deps.is_some(), &x.traceparent) {
             (true, _) => EXTRA_TAILED,
             (false, Some(_)) => EXTRA_TRACED,
             (false, None) => EXTRA,
@@ -136,7 +155,7 @@ impl SnapshotEncoder {
             } else {
                 0
             };
-            let group = if x.group.is_some() { TAIL_GROUP } else { 0 };
+            let group = if group.is_some() { TAIL_GROUP } else { 0 };
             let deps = if x.deps.is_some() { TAIL_DEPS } else { 0 };
             let results = match &x.deps {
                 Some(d) if !d.results.is_empty() => TAIL_RESULTS,
@@ -147,7 +166,7 @@ impl SnapshotEncoder {
         if let Some(tp) = &x.traceparent {
             codec::put_str(buf, tp);
         }
-        if let Some(g) = &x.group {
+        if let Some(g) = group {
             codec::put_str(buf, g.as_str());
         }
         if let Some(d) = &x.deps {
@@ -301,10 +320,11 @@ fn load_entry(
     let seq = r.u64("payload segment")?;
     let offset = r.u64("payload offset")?;
     let extra_at = r.position();
-    let extra = match r.u8("extra")? {
-        NO_EXTRA => None,
+    let (extra, group) = match r.u8("extra")? {
+        NO_EXTRA => (None, None),
         tag @ (EXTRA_UNNUMBERED | EXTRA | EXTRA_TRACED | EXTRA_TAILED) => {
-            Some(load_extra(r, at, tag)?)
+            let (extra, group) = load_extra(r, at, tag)?;
+            (Some(extra).filter(|x| !x.is_bare(created_at)), group)
         }
         _ => {
             return Err(DecodeError {
@@ -338,12 +358,16 @@ fn load_entry(
         state: task_state,
         flags: if json { flag::JSON } else { 0 },
     };
-    state.insert(id, entry, extra, now);
+    state.insert(id, entry, extra, group.as_ref(), now);
     Ok(())
 }
 
-/// A task's extra fields, as written under `tag`.
-fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeError> {
+/// A task's extra fields, as written under `tag`, and its group.
+fn load_extra(
+    r: &mut Reader<'_>,
+    at: usize,
+    tag: u8,
+) -> Result<(Extra, Option<TaskGroup>), DecodeError> {
     let updated_at = ops::ts(r, "updated_at")?;
     let lease_ms = ops::read_opt_u64(r, "lease_ms")?;
     let key = r.str("key")?;
@@ -421,7 +445,7 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
             Some(Box::new(d))
         }
     };
-    Ok(Extra {
+    let extra = Extra {
         updated_at,
         key,
         lease_ms,
@@ -429,9 +453,9 @@ fn load_extra(r: &mut Reader<'_>, at: usize, tag: u8) -> Result<Extra, DecodeErr
         errors,
         failures,
         traceparent,
-        group,
         deps,
-    })
+    };
+    Ok((extra, group))
 }
 
 #[cfg(test)]
@@ -457,6 +481,22 @@ mod tests {
         traceparent: Option<&str>,
         group: Option<&str>,
     ) -> (Vec<u8>, usize) {
+        let mut state = enqueued(traceparent, group);
+        let x = state.tasks.extra_mut(ID).unwrap();
+        for attempt in [1, 2] {
+            spool_core::transition::push_error(&mut x.errors, attempt, Timestamp(2), "boom");
+        }
+        x.failures = failures;
+        let mut buf = Vec::new();
+        let mut encoder = SnapshotEncoder::default();
+        encoder.header(&state, Timestamp(2), &mut buf);
+        let task = buf.len();
+        encode_task(&state, &mut buf);
+        (buf, task)
+    }
+
+    /// A state holding task `ID`, enqueued with `traceparent` and `group`.
+    fn enqueued(traceparent: Option<&str>, group: Option<&str>) -> State {
         let mut state = State::new();
         let enqueue = Op::Enqueue {
             now: Timestamp(1),
@@ -476,24 +516,23 @@ mod tests {
             }],
         };
         state.apply(&enqueue, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);
-        let x = state.tasks.extra_mut(ID).unwrap();
-        for attempt in [1, 2] {
-            spool_core::transition::push_error(&mut x.errors, attempt, Timestamp(2), "boom");
-        }
-        x.failures = failures;
-        let mut buf = Vec::new();
-        let mut encoder = SnapshotEncoder::default();
-        encoder.header(&state, Timestamp(2), &mut buf);
+        state
+    }
+
+    /// The snapshot item of task `ID` as a checkpoint writes it.
+    fn encode_task(state: &State, buf: &mut Vec<u8>) {
         let (e, x) = (state.tasks.get(ID).unwrap(), state.tasks.extra(ID));
-        let task = buf.len();
-        SnapshotEncoder::entry(ID, e, x, &mut buf);
-        (buf, task)
+        SnapshotEncoder::entry(ID, e, x, state.group_of(ID), buf);
+    }
+
+    fn load_state(buf: &[u8]) -> State {
+        let mut state = State::new();
+        load_chunk(&mut state, buf, &mut Timestamp(0)).unwrap();
+        state
     }
 
     fn load(buf: &[u8]) -> Extra {
-        let mut state = State::new();
-        load_chunk(&mut state, buf, &mut Timestamp(0)).unwrap();
-        state.tasks.extra(ID).unwrap().clone()
+        load_state(buf).tasks.extra(ID).unwrap().clone()
     }
 
     #[test]
@@ -528,11 +567,35 @@ mod tests {
         for traceparent in [None, Some(tp)] {
             let (buf, task) = traced_snapshot(9, traceparent, Some("tenant ü"));
             assert_eq!(buf[extra_tag(task)], EXTRA_TAILED);
-            let x = load(&buf);
-            assert_eq!(x.traceparent.as_deref(), traceparent);
-            assert_eq!(x.group.as_ref().map(TaskGroup::as_str), Some("tenant ü"));
-            assert_eq!(x.failures, 9);
+            let state = load_state(&buf);
+            let task = state.view(ID).unwrap().task;
+            assert_eq!(task.traceparent.as_deref(), traceparent);
+            assert_eq!(task.group.as_ref().map(TaskGroup::as_str), Some("tenant ü"));
+            assert_eq!(task.errors.len(), 2);
         }
+    }
+
+    #[test]
+    fn a_grouped_task_without_extra_fields_loads_without_them() {
+        let state = enqueued(None, Some("tenant 7"));
+        assert!(
+            state.tasks.extra(ID).is_none(),
+            "a group needs no extra fields"
+        );
+        let mut buf = Vec::new();
+        SnapshotEncoder::default().header(&state, Timestamp(2), &mut buf);
+        let task = buf.len();
+        encode_task(&state, &mut buf);
+        assert_eq!(
+            buf[extra_tag(task)],
+            EXTRA_TAILED,
+            "as an older engine reads it"
+        );
+        let loaded = load_state(&buf);
+        assert!(loaded.tasks.extra(ID).is_none());
+        let view = loaded.view(ID).unwrap().task;
+        assert_eq!(view.group.as_ref().map(TaskGroup::as_str), Some("tenant 7"));
+        assert_eq!(view.updated_at, view.created_at);
     }
 
     #[test]

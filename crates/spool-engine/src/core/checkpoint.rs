@@ -198,7 +198,8 @@ impl Core {
             let (entries, next) = self.state.tasks.walk(from, left);
             left -= entries.len().min(left);
             for (id, e) in entries {
-                SnapshotEncoder::entry(id, e, self.state.tasks.extra(id), &mut buf);
+                let group = self.state.group_of(id);
+                SnapshotEncoder::entry(id, e, self.state.tasks.extra(id), group, &mut buf);
                 if job.compact.binary_search(&e.payload.seq()).is_ok() {
                     job.moves.push((id, e.payload));
                 }

@@ -203,17 +203,15 @@ impl State {
             let plain = t.key.is_none()
                 && t.lease_ms.is_none()
                 && t.traceparent.is_none()
-                && t.group.is_none()
                 && t.deps.is_none();
             let extra = (!plain).then(|| Extra {
                 key: t.key.clone(),
                 lease_ms: t.lease_ms,
                 traceparent: t.traceparent.as_deref().map(Box::from),
-                group: t.group.clone(),
                 deps: t.deps.as_ref().map(|d| Box::new(d.deps.clone())),
                 ..Extra::new(now)
             });
-            self.insert(t.id, entry, extra, now);
+            self.insert(t.id, entry, extra, t.group.as_ref(), now);
             if cancelled {
                 self.remove(t.id, now);
             }

@@ -3,16 +3,15 @@
 //! Only what claims, timers, leases, keys and counts need is here. The
 //! payload stays in the log segment that wrote it ([`PayloadRef`]); what few
 //! tasks carry beyond the common case (a key, a lease, errors, their own
-//! lease time, trace context, a change since enqueue) sits in a side table
-//! ([`Extra`]), so
+//! lease time, trace context, dependencies, a change since enqueue) sits in
+//! a side table ([`Extra`]), and a group in the task table beside the
+//! record, so
 //! a plain waiting task costs its record and one id in its queue's ready
 //! index.
 
 use std::sync::Arc;
 
-use spool_core::{
-    Dependencies, ErrorRecord, PayloadFormat, TaskGroup, TaskKey, TaskState, Timestamp,
-};
+use spool_core::{Dependencies, ErrorRecord, PayloadFormat, TaskKey, TaskState, Timestamp};
 use spool_wal::LogPos;
 
 /// Where a task's payload lives in the log: the position of its encoded
@@ -124,8 +123,6 @@ pub(crate) struct Extra {
     pub failures: u64,
     /// The W3C traceparent given at enqueue.
     pub traceparent: Option<Box<str>>,
-    /// The group given at enqueue.
-    pub group: Option<TaskGroup>,
     /// The tasks it waits for, and how those that ended did.
     pub deps: Option<Box<Dependencies>>,
 }
@@ -140,9 +137,21 @@ impl Extra {
             errors: Vec::new(),
             failures: 0,
             traceparent: None,
-            group: None,
             deps: None,
         }
+    }
+
+    /// Whether it holds nothing beyond what a task without extra fields
+    /// shows (no change since its creation at `created_at`).
+    pub(crate) fn is_bare(&self, created_at: Timestamp) -> bool {
+        self.updated_at == created_at
+            && self.key.is_none()
+            && self.lease_ms.is_none()
+            && self.lease.is_none()
+            && self.errors.is_empty()
+            && self.failures == 0
+            && self.traceparent.is_none()
+            && self.deps.is_none()
     }
 }
 

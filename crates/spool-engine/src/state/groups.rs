@@ -1,10 +1,17 @@
 //! A queue's task groups (docs/spec.md §4): each group's ready tasks in
 //! claim order, its counts, and which groups take turns at claims.
 //!
-//! Invariants, kept by `State::attach` and `State::detach` (the only
-//! writers of counts) and [`Groups::change`]:
-//! - a group is here while it has tasks ready, scheduled or leased, and
-//!   its counts are exact;
+//! Groups are interned: a task holds its group's [`GroupSlot`] in the task
+//! table, so the state changes of a grouped task (enqueue, claim, ack:
+//! four per task) index the group directly instead of hashing and
+//! comparing its name, and a grouped task needs no side record for it.
+//!
+//! Invariants, kept by `State::insert`, `State::remove`, `State::attach`
+//! and `State::detach` (the only writers of counts) and [`Groups::change`]:
+//! - a group has a slot while the store holds a task of it, in any state
+//!   (`tasks` counts them); its name maps to that slot and back, and a
+//!   slot freed with its last task may be reused by a new group;
+//! - its counts are exact for ready, scheduled and leased tasks;
 //! - `turns` holds exactly the groups with a ready task and a free slot
 //!   under the queue's `group_concurrency`, so a claim never looks at a
 //!   full or empty group, however many there are;
@@ -13,10 +20,12 @@
 //!
 //! The turn order is the groups' names, ungrouped tasks first (as the
 //! group named by the empty string), starting after the turn a claim
-//! served last. That cursor lives in memory only: a restart starts the
-//! round again from the ungrouped tasks.
+//! served last. That cursor is a name, so it outlives the group's slot;
+//! it lives in memory only: a restart starts the round again from the
+//! ungrouped tasks.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 use std::ops::Bound;
 
 use hashbrown::HashMap;
@@ -33,40 +42,141 @@ pub(crate) struct GroupCounts {
     pub leased: u64,
 }
 
-#[derive(Debug, Default)]
+impl GroupCounts {
+    fn total(&self) -> u64 {
+        self.ready + self.scheduled + self.leased
+    }
+}
+
+/// Where a group lives in its queue's [`Groups`]. Non-zero, so that a
+/// task's optional slot takes four bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GroupSlot(NonZeroU32);
+
+impl GroupSlot {
+    fn at(index: usize) -> GroupSlot {
+        GroupSlot(NonZeroU32::MIN.saturating_add(u32::try_from(index).unwrap_or(u32::MAX)))
+    }
+
+    fn index(self) -> usize {
+        (self.0.get() - 1) as usize
+    }
+}
+
+#[derive(Debug)]
 pub(crate) struct Group {
+    pub name: TaskGroup,
     pub ready: ReadyIndex,
     pub counts: GroupCounts,
+    /// Tasks of the group the store holds, in any state.
+    tasks: u64,
     /// Whether it is in `Groups::turns`, so that keeping the turns
-    /// current costs no ordered-set lookup when nothing changes.
+    /// current costs no ordered-map lookup when nothing changes.
     in_turns: bool,
 }
 
 /// Whose turn a claim serves: the ungrouped tasks, or one group.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Turn {
+    Ungrouped,
+    Group(GroupSlot),
+}
+
+/// The turn a claim served last, by name (see the module doc).
+#[derive(Debug)]
+enum Served {
     Ungrouped,
     Group(TaskGroup),
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Groups {
-    by_name: HashMap<TaskGroup, Group>,
-    turns: BTreeSet<TaskGroup>,
+    slots: Vec<Option<Group>>,
+    /// Slots free for reuse.
+    free: Vec<GroupSlot>,
+    by_name: HashMap<TaskGroup, GroupSlot>,
+    turns: BTreeMap<TaskGroup, GroupSlot>,
     /// The turn a claim served last; `None` before the first.
-    last: Option<Turn>,
+    last: Option<Served>,
     /// Ready tasks in groups, of the queue's ready count.
     pub ready: u64,
+    /// Groups with a task ready, scheduled or leased.
+    counted: usize,
 }
 
 impl Groups {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+    /// Whether no group has a task ready, scheduled or leased: claims then
+    /// take the ungrouped tasks as if there were no groups, and leave the
+    /// turns where they stood.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.counted == 0
     }
 
-    /// The group, made empty if it was not here.
-    pub(crate) fn entry(&mut self, g: &TaskGroup) -> &mut Group {
-        self.by_name.entry(g.clone()).or_default()
+    /// Counts one more task of group `g`, interning it if it is new, and
+    /// answers its slot.
+    pub(crate) fn join(&mut self, g: &TaskGroup) -> GroupSlot {
+        if let Some(&slot) = self.by_name.get(g) {
+            if let Some(group) = self.slot_mut(slot) {
+                group.tasks += 1;
+            }
+            return slot;
+        }
+        let group = Group {
+            name: g.clone(),
+            ready: ReadyIndex::default(),
+            counts: GroupCounts::default(),
+            tasks: 1,
+            in_turns: false,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot.index()] = Some(group);
+                slot
+            }
+            None => {
+                self.slots.push(Some(group));
+                GroupSlot::at(self.slots.len() - 1)
+            }
+        };
+        self.by_name.insert(g.clone(), slot);
+        slot
+    }
+
+    /// Counts one task of the group fewer; the group's slot is freed with
+    /// its last task (which was detached first, so nothing is counted).
+    pub(crate) fn leave(&mut self, slot: GroupSlot) {
+        let Some(group) = self.slot_mut(slot) else {
+            return;
+        };
+        group.tasks -= 1;
+        if group.tasks > 0 {
+            return;
+        }
+        if let Some(group) = self.slots[slot.index()].take() {
+            self.by_name.remove(&group.name);
+            if group.in_turns {
+                self.turns.remove(&group.name);
+            }
+            self.free.push(slot);
+        }
+    }
+
+    fn slot_mut(&mut self, slot: GroupSlot) -> Option<&mut Group> {
+        self.slots.get_mut(slot.index())?.as_mut()
+    }
+
+    fn slot(&self, slot: GroupSlot) -> Option<&Group> {
+        self.slots.get(slot.index())?.as_ref()
+    }
+
+    /// The group's name.
+    pub(crate) fn name(&self, slot: GroupSlot) -> Option<&TaskGroup> {
+        self.slot(slot).map(|g| &g.name)
+    }
+
+    /// The group's ready index.
+    pub(crate) fn ready_mut(&mut self, slot: GroupSlot) -> Option<&mut ReadyIndex> {
+        self.slot_mut(slot).map(|g| &mut g.ready)
     }
 
     /// Whether some group can hand out a task now.
@@ -74,42 +184,46 @@ impl Groups {
         !self.turns.is_empty()
     }
 
-    /// Lets `f` change group `g` (made empty if it was not here), then
-    /// puts it in or out of the turns, and forgets it once it has no task
-    /// left to count: one lookup for the whole change.
-    pub(crate) fn change(&mut self, g: &TaskGroup, cap: Option<u32>, f: impl FnOnce(&mut Group)) {
-        let group = self.by_name.entry(g.clone()).or_default();
+    /// Lets `f` change the group in `slot`, then puts it in or out of the
+    /// turns.
+    pub(crate) fn change(&mut self, slot: GroupSlot, cap: Option<u32>, f: impl FnOnce(&mut Group)) {
+        let Some(group) = self.slots.get_mut(slot.index()).and_then(Option::as_mut) else {
+            return;
+        };
+        let was_counted = group.counts.total() > 0;
         f(group);
         let c = group.counts;
-        let idle = c.ready + c.scheduled + c.leased == 0;
+        match (was_counted, c.total() > 0) {
+            (false, true) => self.counted += 1,
+            (true, false) => self.counted -= 1,
+            _ => {}
+        }
         let turn = c.ready > 0 && has_room(c.leased, cap);
         if turn != group.in_turns {
             group.in_turns = turn;
             if turn {
-                self.turns.insert(g.clone());
+                self.turns.insert(group.name.clone(), slot);
             } else {
-                self.turns.remove(g);
+                self.turns.remove(&group.name);
             }
-        }
-        if idle {
-            self.by_name.remove(g);
         }
     }
 
     /// Recomputes every group's place in the turns, for a new cap.
     pub(crate) fn recap(&mut self, cap: Option<u32>) {
         self.turns.clear();
-        for (g, group) in &mut self.by_name {
+        for (i, group) in self.slots.iter_mut().enumerate() {
+            let Some(group) = group else { continue };
             group.in_turns = group.counts.ready > 0 && has_room(group.counts.leased, cap);
             if group.in_turns {
-                self.turns.insert(g.clone());
+                self.turns.insert(group.name.clone(), GroupSlot::at(i));
             }
         }
     }
 
-    /// How many more tasks of group `g` may be leased now.
-    pub(crate) fn room(&self, g: &TaskGroup, cap: Option<u32>) -> u64 {
-        let leased = self.by_name.get(g).map_or(0, |group| group.counts.leased);
+    /// How many more tasks of the group may be leased now.
+    pub(crate) fn room(&self, slot: GroupSlot, cap: Option<u32>) -> u64 {
+        let leased = self.slot(slot).map_or(0, |group| group.counts.leased);
         cap.map_or(u64::MAX, |cap| u64::from(cap).saturating_sub(leased))
     }
 
@@ -120,14 +234,14 @@ impl Groups {
         let named = |from: Bound<&TaskGroup>, to: Bound<&TaskGroup>| {
             self.turns
                 .range::<TaskGroup, _>((from, to))
-                .map(|g| Turn::Group(g.clone()))
+                .map(|(_, &slot)| Turn::Group(slot))
         };
         let first = ungrouped.then_some(Turn::Ungrouped);
         let all = || named(Bound::Unbounded, Bound::Unbounded);
         match &self.last {
             None => first.into_iter().chain(all()).take(n).collect(),
-            Some(Turn::Ungrouped) => all().chain(first).take(n).collect(),
-            Some(Turn::Group(last)) => named(Bound::Excluded(last), Bound::Unbounded)
+            Some(Served::Ungrouped) => all().chain(first).take(n).collect(),
+            Some(Served::Group(last)) => named(Bound::Excluded(last), Bound::Unbounded)
                 .chain(first)
                 .chain(named(Bound::Unbounded, Bound::Included(last)))
                 .take(n)
@@ -137,21 +251,25 @@ impl Groups {
 
     /// Notes the turn a claim served last.
     pub(crate) fn served(&mut self, last: Turn) {
-        self.last = Some(last);
+        self.last = match last {
+            Turn::Ungrouped => Some(Served::Ungrouped),
+            Turn::Group(slot) => self.name(slot).cloned().map(Served::Group),
+        };
     }
 
     /// Each group's ready index.
     pub(crate) fn indexes(&self) -> impl Iterator<Item = &ReadyIndex> {
-        self.by_name.values().map(|g| &g.ready)
+        self.slots.iter().flatten().map(|g| &g.ready)
     }
 
     /// Every group with tasks waiting or leased.
     pub(crate) fn stats(&self) -> Vec<GroupStats> {
-        self.by_name
+        self.slots
             .iter()
-            .filter(|(_, g)| g.counts.ready + g.counts.scheduled + g.counts.leased > 0)
-            .map(|(name, g)| GroupStats {
-                group: name.clone(),
+            .flatten()
+            .filter(|g| g.counts.total() > 0)
+            .map(|g| GroupStats {
+                group: g.name.clone(),
                 waiting: g.counts.ready + g.counts.scheduled,
                 leased: g.counts.leased,
             })
@@ -173,49 +291,85 @@ mod tests {
         TaskGroup::new(s).unwrap()
     }
 
-    fn ready(groups: &mut Groups, name: &str, cap: Option<u32>) {
-        groups.change(&g(name), cap, |group| group.counts.ready += 1);
+    /// One more ready task of group `name`, joined if new.
+    fn ready(groups: &mut Groups, name: &str, cap: Option<u32>) -> GroupSlot {
+        let slot = groups.join(&g(name));
+        groups.change(slot, cap, |group| group.counts.ready += 1);
+        slot
     }
 
     #[test]
     fn turns_go_round_in_name_order_after_the_last_served() {
         let mut groups = Groups::default();
-        for name in ["b", "a", "c"] {
-            ready(&mut groups, name, None);
-        }
-        let turn = |s: &str| Turn::Group(g(s));
+        let [b, a, c] = ["b", "a", "c"].map(|name| ready(&mut groups, name, None));
+        let turn = Turn::Group;
         assert_eq!(
             groups.next_turns(true, 10),
-            vec![Turn::Ungrouped, turn("a"), turn("b"), turn("c")]
+            vec![Turn::Ungrouped, turn(a), turn(b), turn(c)]
         );
-        groups.served(turn("b"));
+        groups.served(turn(b));
         assert_eq!(
             groups.next_turns(true, 10),
-            vec![turn("c"), Turn::Ungrouped, turn("a"), turn("b")]
+            vec![turn(c), Turn::Ungrouped, turn(a), turn(b)]
         );
-        assert_eq!(groups.next_turns(false, 2), vec![turn("c"), turn("a")]);
+        assert_eq!(groups.next_turns(false, 2), vec![turn(c), turn(a)]);
         groups.served(Turn::Ungrouped);
         assert_eq!(
             groups.next_turns(true, 10),
-            vec![turn("a"), turn("b"), turn("c"), Turn::Ungrouped]
+            vec![turn(a), turn(b), turn(c), Turn::Ungrouped]
         );
     }
 
     #[test]
-    fn a_full_or_empty_group_takes_no_turn_and_an_idle_one_is_forgotten() {
+    fn a_full_or_empty_group_takes_no_turn() {
         let mut groups = Groups::default();
-        ready(&mut groups, "a", Some(1));
+        let a = ready(&mut groups, "a", Some(1));
         assert!(groups.any_turn());
-        groups.change(&g("a"), Some(1), |a| {
+        groups.change(a, Some(1), |a| {
             a.counts.ready -= 1;
             a.counts.leased += 1;
         });
         assert!(!groups.any_turn());
-        ready(&mut groups, "a", Some(1));
+        assert_eq!(ready(&mut groups, "a", Some(1)), a, "one slot per name");
         assert!(!groups.any_turn(), "full: one leased of one");
         groups.recap(Some(2));
         assert!(groups.any_turn(), "room again under a higher cap");
-        groups.change(&g("a"), Some(2), |a| a.counts = GroupCounts::default());
-        assert!(groups.is_empty());
+        groups.change(a, Some(2), |a| a.counts = GroupCounts::default());
+        assert!(!groups.any_turn());
+        assert!(
+            groups.is_idle(),
+            "nothing counted, though a task of a is held"
+        );
+    }
+
+    #[test]
+    fn a_slot_lives_as_long_as_its_tasks_and_is_then_reused() {
+        let mut groups = Groups::default();
+        let a = groups.join(&g("a"));
+        assert_eq!(groups.join(&g("a")), a);
+        groups.leave(a);
+        assert_eq!(groups.name(a), Some(&g("a")), "one task of a is left");
+        groups.leave(a);
+        assert_eq!(groups.name(a), None);
+        let b = groups.join(&g("b"));
+        assert_eq!(b, a, "the freed slot is reused");
+        assert_eq!(groups.name(b), Some(&g("b")));
+        assert!(groups.stats().is_empty(), "nothing counted yet");
+    }
+
+    #[test]
+    fn the_cursor_outlives_the_group_it_names() {
+        let mut groups = Groups::default();
+        let [a, b, c] = ["a", "b", "c"].map(|name| ready(&mut groups, name, None));
+        groups.served(Turn::Group(b));
+        groups.change(b, None, |b| b.counts.ready = 0);
+        groups.leave(b);
+        let d = ready(&mut groups, "d", None);
+        assert_eq!(d, b, "b's slot went to d");
+        assert_eq!(
+            groups.next_turns(false, 10),
+            vec![Turn::Group(c), Turn::Group(d), Turn::Group(a)],
+            "the round goes on after the name b, not after slot b"
+        );
     }
 }

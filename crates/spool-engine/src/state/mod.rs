@@ -144,16 +144,26 @@ impl State {
         k
     }
 
-    /// Adds a new task (not already present) and indexes it.
-    pub(crate) fn insert(&mut self, id: u64, entry: Entry, extra: Option<Extra>, now: Timestamp) {
+    /// Adds a new task (not already present), of `group` if given, and
+    /// indexes it.
+    pub(crate) fn insert(
+        &mut self,
+        id: u64,
+        entry: Entry,
+        extra: Option<Extra>,
+        group: Option<&TaskGroup>,
+        now: Timestamp,
+    ) {
+        let queue = self.queue_mut(entry.queue());
         if let Some(key) = extra.as_ref().and_then(|x| x.key.as_ref()) {
-            self.queue_mut(entry.queue()).keys.bind(key.clone(), id);
+            queue.keys.bind(key.clone(), id);
         }
+        let group = group.map(|g| queue.groups.join(g));
         if let Some(deps) = extra.as_ref().and_then(|x| x.deps.as_deref()) {
             self.register_waits(id, deps);
         }
         self.pin(entry.payload);
-        self.tasks.insert(id, entry, extra);
+        self.tasks.insert(id, entry, extra, group);
         self.attach(id, now);
         self.next_id = self.next_id.max(id + 1);
     }
@@ -162,13 +172,20 @@ impl State {
     /// `dedup_window` after `now`.
     pub(crate) fn remove(&mut self, id: u64, now: Timestamp) -> Option<Entry> {
         self.detach(id);
-        let (entry, extra) = self.tasks.remove(id)?;
+        let table::Removed {
+            entry,
+            extra,
+            group,
+        } = self.tasks.remove(id)?;
         self.unpin(entry.payload);
         if let Some(deps) = extra.as_ref().and_then(|x| x.deps.as_deref()) {
             self.unregister_waits(id, deps);
         }
+        let queue = self.queue_mut(entry.queue());
+        if let Some(g) = group {
+            queue.groups.leave(g);
+        }
         if let Some(key) = extra.and_then(|x| x.key) {
-            let queue = self.queue_mut(entry.queue());
             let until = now.plus(queue.settings.dedup_window);
             queue.keys.retire(&key, id, until);
         }
@@ -195,7 +212,8 @@ impl State {
     /// Adds the task to the index of its state, deciding scheduled vs
     /// ready from `run_at` against `now`.
     pub(crate) fn attach(&mut self, id: u64, now: Timestamp) {
-        let (lease_expiry, group) = self.side_fields(id);
+        let group = self.tasks.group(id);
+        let lease_expiry = self.lease_expiry(id);
         let Some(e) = self.tasks.get_mut(id) else {
             return;
         };
@@ -211,7 +229,7 @@ impl State {
         let cap = queue.settings.group_concurrency;
         match state {
             TaskState::Ready => {
-                match &group {
+                match group {
                     Some(g) => {
                         queue.groups.change(g, cap, |group| {
                             group.ready.insert(e, id);
@@ -228,7 +246,7 @@ impl State {
             }
             TaskState::Scheduled => {
                 self.scheduled.insert((e.run_at, id));
-                if let Some(g) = &group {
+                if let Some(g) = group {
                     queue
                         .groups
                         .change(g, cap, |group| group.counts.scheduled += 1);
@@ -238,7 +256,7 @@ impl State {
                 if let Some(at) = lease_expiry {
                     self.leases.insert((at, id));
                 }
-                if let Some(g) = &group {
+                if let Some(g) = group {
                     queue
                         .groups
                         .change(g, cap, |group| group.counts.leased += 1);
@@ -257,14 +275,15 @@ impl State {
 
     /// Removes the task from the index of its state.
     pub(crate) fn detach(&mut self, id: u64) {
-        let (lease_expiry, group) = self.side_fields(id);
+        let group = self.tasks.group(id);
+        let lease_expiry = self.lease_expiry(id);
         let Some(e) = self.tasks.get_mut(id) else {
             return;
         };
         let (q, kind, state, attempt) = (e.queue(), e.kind(), e.state, e.attempt);
         let queue = &mut self.queues[q as usize];
         let cap = queue.settings.group_concurrency;
-        match (state, &group) {
+        match (state, group) {
             (TaskState::Ready, None) => queue.ready.remove(e, id),
             (TaskState::Ready, Some(g)) => {
                 queue.groups.change(g, cap, |group| {
@@ -275,7 +294,7 @@ impl State {
             }
             (TaskState::Scheduled, _) => {
                 self.scheduled.remove(&(e.run_at, id));
-                if let Some(g) = &group {
+                if let Some(g) = group {
                     queue
                         .groups
                         .change(g, cap, |group| group.counts.scheduled -= 1);
@@ -285,7 +304,7 @@ impl State {
                 if let Some(at) = lease_expiry {
                     self.leases.remove(&(at, id));
                 }
-                if let Some(g) = &group {
+                if let Some(g) = group {
                     queue
                         .groups
                         .change(g, cap, |group| group.counts.leased -= 1);
@@ -310,13 +329,19 @@ impl State {
         queue.count(kind, state, -1);
     }
 
-    /// What `attach` and `detach` need of a task's side fields: when its
-    /// lease expires and its group.
-    fn side_fields(&self, id: u64) -> (Option<Timestamp>, Option<TaskGroup>) {
-        match self.tasks.extra(id) {
-            Some(x) => (x.lease.as_ref().map(|l| l.expires_at), x.group.clone()),
-            None => (None, None),
-        }
+    /// The group of task `id`, if it has one.
+    pub(crate) fn group_of(&self, id: u64) -> Option<&TaskGroup> {
+        let q = self.tasks.get(id)?.queue();
+        self.queue(q).groups.name(self.tasks.group(id)?)
+    }
+
+    /// When a leased task's lease expires, for `attach` and `detach`; the
+    /// side table is read for leased tasks only.
+    fn lease_expiry(&self, id: u64) -> Option<Timestamp> {
+        let leased = self.tasks.get(id)?.state == TaskState::Leased;
+        leased
+            .then(|| self.tasks.extra(id)?.lease.as_ref().map(|l| l.expires_at))
+            .flatten()
     }
 
     /// Up to `max` ready tasks of queue `q` in claim order, without taking
@@ -330,7 +355,7 @@ impl State {
     /// queue has.
     pub(crate) fn claim_order(&mut self, q: u32, max: usize) -> Vec<u64> {
         let queue = &mut self.queues[q as usize];
-        if queue.groups.is_empty() {
+        if queue.groups.is_idle() {
             return front::front(&self.tasks, &mut queue.ready, q, max);
         }
         let ungrouped = queue.counts.ready > queue.groups.ready;
@@ -343,7 +368,7 @@ impl State {
             .iter()
             .map(|t| match t {
                 Turn::Ungrouped => u64::MAX,
-                Turn::Group(g) => queue.groups.room(g, cap),
+                Turn::Group(g) => queue.groups.room(*g, cap),
             })
             .collect();
         let mut depth = max.div_ceil(turns.len());
@@ -355,7 +380,10 @@ impl State {
                     let n = depth.min(usize::try_from(room).unwrap_or(usize::MAX));
                     let index = match t {
                         Turn::Ungrouped => &mut queue.ready,
-                        Turn::Group(g) => &mut queue.groups.entry(g).ready,
+                        Turn::Group(g) => match queue.groups.ready_mut(*g) {
+                            Some(index) => index,
+                            None => return Vec::new(),
+                        },
                     };
                     front::front(&self.tasks, index, q, n)
                 })
@@ -380,7 +408,7 @@ impl State {
                 }
             }
         }
-        if let Some(t) = last.cloned() {
+        if let Some(&t) = last {
             queue.groups.served(t);
         }
         out

@@ -94,7 +94,7 @@ impl State {
                 created_at: e.created_at,
                 updated_at: x.map_or(e.created_at, |x| x.updated_at),
                 traceparent: x.and_then(|x| x.traceparent.as_deref()).map(String::from),
-                group: x.and_then(|x| x.group.clone()),
+                group: self.group_of(id).cloned(),
                 deps: x.and_then(|x| x.deps.clone()),
             },
             payload: e.payload,

@@ -12,12 +12,19 @@
 //! Invariant: an id is in at most one place — its page if that page exists,
 //! else `sparse`. A page, once freed, is never made again (its ids go to
 //! `sparse`), so the two never overlap.
+//!
+//! A task's group slot (see `groups`) sits beside its record: in its
+//! page's group array, made with the page's first grouped task (4 bytes a
+//! slot), or in `sparse_groups` for a task in `sparse`. So a grouped task
+//! needs no side record for its group, and its state changes find the
+//! group by its id alone.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use hashbrown::HashMap;
 
 use super::entry::{flag, Entry, Extra};
+use super::groups::GroupSlot;
 
 const PAGE_BITS: u32 = 12;
 const PAGE: usize = 1 << PAGE_BITS;
@@ -28,6 +35,8 @@ const SPARSE_BELOW: u32 = (PAGE / 8) as u32;
 struct Page {
     live: u32,
     slots: Box<[Option<Entry>]>,
+    /// Each slot's group, once some task of the page has one.
+    groups: Option<Box<[Option<GroupSlot>]>>,
 }
 
 impl Page {
@@ -35,8 +44,32 @@ impl Page {
         Page {
             live: 0,
             slots: std::iter::repeat_with(|| None).take(PAGE).collect(),
+            groups: None,
         }
     }
+
+    fn set_group(&mut self, slot: usize, group: Option<GroupSlot>) {
+        match (&mut self.groups, group) {
+            (Some(groups), _) => groups[slot] = group,
+            (None, None) => {}
+            (None, Some(_)) => {
+                let mut groups: Box<[Option<GroupSlot>]> = vec![None; PAGE].into_boxed_slice();
+                groups[slot] = group;
+                self.groups = Some(groups);
+            }
+        }
+    }
+
+    fn group(&self, slot: usize) -> Option<GroupSlot> {
+        self.groups.as_ref().and_then(|g| g[slot])
+    }
+}
+
+/// What [`TaskTable::remove`] took out.
+pub(crate) struct Removed {
+    pub entry: Entry,
+    pub extra: Option<Extra>,
+    pub group: Option<GroupSlot>,
 }
 
 #[derive(Debug, Default)]
@@ -46,6 +79,7 @@ pub(crate) struct TaskTable {
     /// Pages from `base` on; a `None` was freed and is never made again.
     pages: VecDeque<Option<Page>>,
     sparse: BTreeMap<u64, Entry>,
+    sparse_groups: HashMap<u64, GroupSlot>,
     extras: HashMap<u64, Extra>,
     len: usize,
 }
@@ -93,6 +127,14 @@ impl TaskTable {
         self.get(id).is_some()
     }
 
+    /// The task's group, if it has one.
+    pub(crate) fn group(&self, id: u64) -> Option<GroupSlot> {
+        match self.page(id) {
+            Some(page) => page.group(slot_of(id)),
+            None => self.sparse_groups.get(&id).copied(),
+        }
+    }
+
     /// The task's extra fields, if it has any.
     pub(crate) fn extra(&self, id: u64) -> Option<&Extra> {
         self.extras.get(&id)
@@ -108,7 +150,13 @@ impl TaskTable {
     }
 
     /// Stores a task that is not already here.
-    pub(crate) fn insert(&mut self, id: u64, entry: Entry, extra: Option<Extra>) {
+    pub(crate) fn insert(
+        &mut self,
+        id: u64,
+        entry: Entry,
+        extra: Option<Extra>,
+        group: Option<GroupSlot>,
+    ) {
         let mut entry = entry;
         match extra {
             Some(x) => {
@@ -133,24 +181,33 @@ impl TaskTable {
             Some(p) => {
                 p.live += 1;
                 p.slots[slot_of(id)] = Some(entry);
+                p.set_group(slot_of(id), group);
             }
             None => {
                 self.sparse.insert(id, entry);
+                if let Some(g) = group {
+                    self.sparse_groups.insert(id, g);
+                }
             }
         }
     }
 
-    /// Removes a task and its extra fields.
-    pub(crate) fn remove(&mut self, id: u64) -> Option<(Entry, Option<Extra>)> {
-        let entry = match self.page_mut(id) {
+    /// Removes a task with its extra fields and group.
+    pub(crate) fn remove(&mut self, id: u64) -> Option<Removed> {
+        let (entry, group) = match self.page_mut(id) {
             Some(p) => {
                 let e = p.slots[slot_of(id)].take()?;
+                let group = p.group(slot_of(id));
+                p.set_group(slot_of(id), None);
                 p.live -= 1;
                 let live = p.live;
                 self.after_remove(page_of(id), live);
-                e
+                (e, group)
             }
-            None => self.sparse.remove(&id)?,
+            None => {
+                let e = self.sparse.remove(&id)?;
+                (e, self.sparse_groups.remove(&id))
+            }
         };
         self.len -= 1;
         let extra = if entry.has(flag::EXTRA) {
@@ -158,7 +215,11 @@ impl TaskTable {
         } else {
             None
         };
-        Some((entry, extra))
+        Some(Removed {
+            entry,
+            extra,
+            group,
+        })
     }
 
     /// Frees an empty page, or dissolves a nearly empty one into `sparse`;
@@ -173,9 +234,13 @@ impl TaskTable {
         }
         if let Some(Some(p)) = self.pages.get_mut(index).map(Option::take) {
             let first = page << PAGE_BITS;
+            let groups = p.groups;
             for (i, slot) in p.slots.into_vec().into_iter().enumerate() {
                 if let Some(e) = slot {
                     self.sparse.insert(first + i as u64, e);
+                    if let Some(g) = groups.as_ref().and_then(|g| g[i]) {
+                        self.sparse_groups.insert(first + i as u64, g);
+                    }
                 }
             }
         }
@@ -285,5 +350,58 @@ where
             (Some(_), _) => self.a.next(),
             (None, _) => self.b.next(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use spool_core::{TaskGroup, TaskState, Timestamp};
+    use spool_wal::LogPos;
+
+    use super::super::entry::PayloadRef;
+    use super::super::groups::Groups;
+    use super::*;
+
+    fn entry() -> Entry {
+        Entry {
+            run_at: Timestamp(1),
+            created_at: Timestamp(1),
+            payload: PayloadRef::new(LogPos { seq: 1, offset: 0 }),
+            attempt: 0,
+            max_attempts: 1,
+            queue: 0,
+            kind: 0,
+            priority: 0,
+            state: TaskState::Ready,
+            flags: 0,
+        }
+    }
+
+    #[test]
+    fn a_task_keeps_its_group_when_its_page_dissolves() {
+        let mut groups = Groups::default();
+        let a = groups.join(&TaskGroup::new("a").unwrap());
+        let mut table = TaskTable::default();
+        let page = PAGE as u64;
+        // Every third task of the first page in group a; one task in the
+        // next page, so the first is not the newest.
+        for id in 0..=page {
+            table.insert(id, entry(), None, (id % 3 == 0).then_some(a));
+        }
+        let kept: Vec<u64> = (0..page).filter(|id| id % 10 == 0).collect();
+        for id in (0..page).filter(|id| id % 10 != 0) {
+            let removed = table.remove(id).unwrap();
+            assert_eq!(removed.group, (id % 3 == 0).then_some(a), "task {id}");
+        }
+        assert!(table.page(0).is_none(), "the page dissolved into sparse");
+        for &id in &kept {
+            assert_eq!(table.group(id), (id % 3 == 0).then_some(a), "task {id}");
+        }
+        assert_eq!(table.remove(30).unwrap().group, Some(a));
+        assert_eq!(table.remove(10).unwrap().group, None);
+        assert_eq!(table.group(30), None, "gone with its task");
+        assert_eq!(table.group(page), None);
     }
 }
