@@ -9,7 +9,12 @@
 //! - tasks leased through the dead node come back when their lease runs
 //!   out (not before) and are completed by consumers of the other nodes;
 //! - a schedule every node fires keeps firing once per tick, before and
-//!   after the kill: consecutive ticks, none missing, none twice.
+//!   after the kill: consecutive ticks, none missing, none twice;
+//! - a dependency crosses nodes and the kill: a parent enqueued through the
+//!   doomed node and a child enqueued through another; after the kill the
+//!   parent is acked with a result through a third node, and a claim long
+//!   polling for the child on the second node gets it, once, with the
+//!   result (docs/spec.md §3.2).
 //!
 //! Needs PostgreSQL at `DATABASE_URL` (default: the local server); each
 //! run uses a schema of its own.
@@ -22,9 +27,10 @@ use std::time::{Duration, Instant};
 use crate::support::{pg, TestResult};
 use spool_client::RemoteStore;
 use spool_core::{
-    Cadence, ClaimRequest, Kind, NewTask, Payload, QueueName, ScheduleSpec, Store, StoreError,
-    TaskKey, TaskRef,
+    Ack, Cadence, ClaimRequest, Kind, NewTask, Parent, Payload, QueueName, ScheduleSpec, Store,
+    StoreError, Task, TaskId, TaskKey, TaskRef, TaskResult, TaskState,
 };
+use tokio::task::JoinHandle;
 
 /// Tasks the producer enqueues, in batches of `BATCH`.
 const TASKS: usize = 3_000;
@@ -123,6 +129,75 @@ async fn all_gone(
     Ok(true)
 }
 
+/// A parent and its child, enqueued through different nodes, and a claim
+/// for the child long polling on a third.
+struct Workflow {
+    parents: QueueName,
+    parent: TaskId,
+    child: TaskId,
+    waiter: JoinHandle<Result<Vec<Task>, StoreError>>,
+}
+
+/// Enqueues the parent through node 2 (doomed) and the child through node
+/// 0, and starts node 1's claims for the child: one long poll after
+/// another until it gets it.
+async fn start_workflow(stores: &[Arc<RemoteStore>]) -> Result<Workflow, StoreError> {
+    let parents = QueueName::new("flow-parents")?;
+    let children = QueueName::new("flow-children")?;
+    let parent = stores[2]
+        .enqueue(&parents, vec![NewTask::new(Payload::json("{}"))])
+        .await?[0]
+        .id;
+    let child = stores[0]
+        .enqueue(
+            &children,
+            vec![NewTask::new(Payload::json("{}")).after(Parent::Task(parent))],
+        )
+        .await?[0]
+        .id;
+    let claimer = stores[1].clone();
+    let waiter = tokio::spawn(async move {
+        loop {
+            let req = ClaimRequest::new(children.clone(), "flow").wait(Duration::from_secs(5));
+            let got = claimer.claim(req).await?;
+            if !got.is_empty() {
+                return Ok(got);
+            }
+        }
+    });
+    Ok(Workflow {
+        parents,
+        parent,
+        child,
+        waiter,
+    })
+}
+
+/// With node 2 dead: the child is still pending; node 0 acks the parent
+/// with a result, and node 1's claim gets the child with it.
+async fn finish_workflow(stores: &[Arc<RemoteStore>], flow: Workflow) -> TestResult {
+    let child = stores[0].get(TaskRef::Id(flow.child)).await?;
+    assert_eq!(child.state, TaskState::Pending, "the child waits");
+    let parent = stores[0]
+        .claim(ClaimRequest::new(flow.parents, "flow").max(1))
+        .await?;
+    assert_eq!(parent.len(), 1, "the parent enqueued through the dead node");
+    let token = parent[0].lease.as_ref().expect("a lease").token;
+    let result = TaskResult::new(&serde_json::json!({"rows": 42, "by": "node 0"}))?;
+    stores[0]
+        .ack(flow.parent, token, Ack::Result(result.clone()))
+        .await?;
+    let got = tokio::time::timeout(Duration::from_secs(10), flow.waiter).await???;
+    assert_eq!(
+        got.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![flow.child]
+    );
+    let deps = got[0].deps.as_ref().expect("the child's dependencies");
+    assert_eq!(deps.results, vec![(flow.parent, result)]);
+    assert_eq!((deps.completed(), deps.failed), (1, 0));
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_nodes_survive_a_sigkill() -> TestResult {
     let admin = pg::admin().await?;
@@ -155,6 +230,8 @@ async fn run_cluster(schema: &str) -> TestResult {
             deadline: None,
         })
         .await?;
+
+    let flow = start_workflow(&stores).await?;
 
     let seen = Arc::new(Mutex::new(Seen::default()));
     let tick_keys = Arc::new(Mutex::new(Seen::default()));
@@ -261,6 +338,8 @@ async fn run_cluster(schema: &str) -> TestResult {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    finish_workflow(&stores, flow).await?;
+
     // Let the schedule run long enough after the kill to show it goes on.
     let min_run = Duration::from_secs(10);
     if started.elapsed() < min_run {
