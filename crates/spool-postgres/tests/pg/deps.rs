@@ -389,7 +389,7 @@ async fn a_wide_callback_holds_every_result_exactly() {
     assert_eq!(side_rows(&schema).await, (0, 0));
 }
 
-/// What acking a wide callback's members writes, per ack, at two widths
+/// What acking a wide callback's members writes, per ack, at three widths
 /// (not asserted: the machine's load moves it; README.md, "Dependencies").
 /// Run alone, so that no other test's writes are counted:
 /// `cargo test -p spool-postgres --test pg deps::wide_callback_write_cost -- --ignored --nocapture`.
@@ -408,7 +408,7 @@ async fn wide_callback_write_cost() {
             .unwrap()
             .get::<_, f64>(0)
     };
-    for (parents, bytes) in [(500, 1_000), (2_000, 1_000), (2_000, 100)] {
+    for (parents, bytes) in [(500, 1_000), (1_000, 1_000), (2_000, 1_000), (2_000, 100)] {
         let schema = fresh_schema();
         let _drop = DropSchema(schema.clone());
         let store = connect(test_config(&schema)).await;
