@@ -23,7 +23,7 @@
 -- task_results, and each pending task's count is its array's length (its
 -- edges are already in task_deps). Only the rows of pending tasks and of
 -- tasks holding results are rewritten, to set the count and the mark;
--- every other row is left alone. `waiting_on` and `parent_results` are
+-- every other row is left alone (finding them reads the table once). `waiting_on` and `parent_results` are
 -- then dropped, which rewrites nothing (their space is reclaimed as rows
 -- are written again): a build of version 12 still running on the schema
 -- fails on its first statement naming them rather than keep writing what
