@@ -23,11 +23,15 @@
 -- task_results, and each pending task's count is its array's length (its
 -- edges are already in task_deps). Only the rows of pending tasks and of
 -- tasks holding results are rewritten, to set the count and the mark;
--- every other row is left alone (finding them reads the table once). `waiting_on` and `parent_results` are
--- then dropped, which rewrites nothing (their space is reclaimed as rows
--- are written again): a build of version 12 still running on the schema
--- fails on its first statement naming them rather than keep writing what
--- nothing reads any more.
+-- every other row is left alone (finding them reads the table once).
+--
+-- `waiting_on` and `parent_results` stay, no longer read or written: a
+-- process of version 12 still running during an upgrade names them in
+-- every statement that reads a task, and keeps claiming and acking until
+-- it is replaced. Its workflows do not mix with this version's (it keeps
+-- the array, this version the count), so a workflow started or ended by
+-- such a process during the upgrade may stall; upgrade every process
+-- before relying on dependencies again.
 ALTER TABLE {schema}.tasks ADD COLUMN waiting_count integer;
 
 CREATE INDEX task_deps_child ON {schema}.task_deps (child, parent);
@@ -51,5 +55,3 @@ UPDATE {schema}.tasks t SET
     has_dependents = CASE WHEN t.parent_results IS NOT NULL THEN true
                           ELSE t.has_dependents END
 WHERE t.state = 'pending' OR t.parent_results IS NOT NULL;
-
-ALTER TABLE {schema}.tasks DROP COLUMN waiting_on, DROP COLUMN parent_results;
