@@ -83,6 +83,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "results of parents",
         sql: include_str!("../migrations/0012_parent_results.sql"),
     },
+    Migration {
+        version: 13,
+        name: "waiting parents and results beside the task row",
+        sql: include_str!("../migrations/0013_dependency_side_tables.sql"),
+    },
 ];
 
 /// The latest version this build knows.

@@ -7,7 +7,6 @@
 //! rules of [`spool_core::transition`]; the sweeper writes the same result
 //! down later ([`Expiry`]), so a task looks the same before and after.
 
-use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -15,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use spool_core::transition::{self, after_lease_expiry, push_error, LEASE_EXPIRED};
 use spool_core::{
     Dependencies, ErrorRecord, Kind, Lease, ParentFailure, Payload, PayloadFormat, QueueName,
-    StoreError, Task, TaskGroup, TaskId, TaskKey, TaskResult, TaskState, Timestamp,
+    StoreError, Task, TaskGroup, TaskId, TaskKey, TaskState, Timestamp,
 };
 use tokio_postgres::types::Json;
 use tokio_postgres::Row;
@@ -87,20 +86,22 @@ impl Stored {
 }
 
 /// The dependencies a row records (`after_ids` and the columns beside it),
-/// or `None` for a task that named no parents.
+/// or `None` for a task that named no parents. What the row does not hold,
+/// the parents a pending task still waits for and its parents' results
+/// (migration 13), is left empty here and read by
+/// [`crate::deps::read`].
 fn read_deps(row: &Row) -> Result<Option<Dependencies>, StoreError> {
     let Some(after) = get::<Option<Vec<i64>>>(row, "after_ids")? else {
         return Ok(None);
     };
-    let ids = |v: Vec<i64>| {
-        v.into_iter()
-            .map(|id| u64::try_from(id).map(TaskId).map_err(corrupt))
-            .collect::<Result<Vec<TaskId>, StoreError>>()
-    };
+    let after = after
+        .into_iter()
+        .map(|id| u64::try_from(id).map(TaskId).map_err(corrupt))
+        .collect::<Result<Vec<TaskId>, StoreError>>()?;
     let policy: Option<String> = get(row, "if_parent_fails")?;
     Ok(Some(Dependencies {
-        after: ids(after)?,
-        waiting_on: ids(get::<Option<Vec<i64>>>(row, "waiting_on")?.unwrap_or_default())?,
+        after,
+        waiting_on: Vec::new(),
         failed: count(
             get::<Option<i32>>(row, "parents_failed")?.unwrap_or(0),
             "parents_failed",
@@ -110,55 +111,8 @@ fn read_deps(row: &Row) -> Result<Option<Dependencies>, StoreError> {
             .unwrap_or("cancel")
             .parse::<ParentFailure>()
             .map_err(corrupt)?,
-        results: read_results(row)?,
+        results: Vec::new(),
     }))
-}
-
-/// The results a row holds from its parents (`parent_results`, migration
-/// 12), by parent id ascending. The column is a jsonb object from each
-/// parent's id in decimal to its result's JSON text (README.md,
-/// "Dependencies"): jsonb orders its keys by length, then bytes, which
-/// is not id order, so they are sorted here.
-fn read_results(row: &Row) -> Result<Vec<(TaskId, TaskResult)>, StoreError> {
-    let column = get::<Option<Json<BTreeMap<String, String>>>>(row, "parent_results")?;
-    let Some(Json(stored)) = column else {
-        return Ok(Vec::new());
-    };
-    let mut results = stored
-        .into_iter()
-        .map(|(parent, text)| {
-            let parent = parent.parse::<u64>().map_err(corrupt)?;
-            // Stored from a TaskResult, so valid; a text that is not is a
-            // row changed behind the store's back.
-            Ok((
-                TaskId(parent),
-                TaskResult::from_json(&text).map_err(corrupt)?,
-            ))
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    results.sort_unstable_by_key(|(parent, _)| *parent);
-    Ok(results)
-}
-
-/// The `parent_results` entries (migration 12) that give `results` to a
-/// task, to be added to what it holds: NULL for none.
-pub(crate) fn results_json(results: &[(TaskId, TaskResult)]) -> Option<Json<ResultsJson<'_>>> {
-    (!results.is_empty()).then_some(Json(ResultsJson(results)))
-}
-
-/// Results as a `parent_results` object: parent id in decimal to result
-/// text.
-#[derive(Debug)]
-pub(crate) struct ResultsJson<'a>(&'a [(TaskId, TaskResult)]);
-
-impl Serialize for ResultsJson<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(
-            self.0
-                .iter()
-                .map(|(parent, result)| (parent.0.to_string(), result.as_str())),
-        )
-    }
 }
 
 /// What becomes of a task whose lease ran out at `at`: dead, or ready from
@@ -189,7 +143,7 @@ impl Expiry {
 /// A task row (the columns of `{task}` in the statements) and its queue.
 #[derive(Debug)]
 pub(crate) struct StoredTask {
-    id: TaskId,
+    pub(crate) id: TaskId,
     queue: QueueName,
     kind: Kind,
     stored: Stored,
@@ -206,8 +160,12 @@ pub(crate) struct StoredTask {
     updated_at: Timestamp,
     traceparent: Option<String>,
     group: Option<TaskGroup>,
-    /// What it waits for, if it named tasks in `after` (migration 11).
+    /// What it waits for, if it named tasks in `after` (migration 11),
+    /// without what [`crate::deps::read`] reads beside the row.
     pub(crate) deps: Option<Dependencies>,
+    /// How many parents it still waits for (`waiting_count`, migration
+    /// 13): lowered by every ending it waits for.
+    pub(crate) waiting_count: Option<i32>,
     /// Whether a pending task waits for this one: ending it must resolve
     /// them (README.md, "Dependencies").
     pub(crate) has_dependents: bool,
@@ -288,6 +246,7 @@ impl StoredTask {
                 .transpose()
                 .map_err(corrupt)?,
             deps: read_deps(row)?,
+            waiting_count: get(row, "waiting_count")?,
             has_dependents: get::<Option<bool>>(row, "has_dependents")?.unwrap_or(false),
             now: time_col(row, "db_now")?,
         })
@@ -385,19 +344,6 @@ mod tests {
         assert_eq!(e.errors[0].message, LEASE_EXPIRED);
         assert_eq!(e.errors[0].at, at);
         assert!(Expiry::new(3, 3, at, Vec::new()).dead);
-    }
-
-    #[test]
-    fn results_are_written_as_texts_keyed_by_parent() -> Result<(), StoreError> {
-        let results = [
-            (TaskId(10), TaskResult::from_json(r#"{"b": 1e3}"#)?),
-            (TaskId(9), TaskResult::from_json("\"\\u0000\"")?),
-        ];
-        let json = results_json(&results).ok_or_else(|| corrupt("no entries"))?;
-        let text = serde_json::to_string(&json.0).map_err(corrupt)?;
-        assert_eq!(text, r#"{"10":"{\"b\": 1e3}","9":"\"\\u0000\""}"#);
-        assert!(results_json(&[]).is_none());
-        Ok(())
     }
 
     #[test]

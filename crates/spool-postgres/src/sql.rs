@@ -23,8 +23,8 @@ use crate::config::Schema;
 const TASK_COLUMNS: &str = "t.id, t.kind, t.state, t.priority, t.run_at, t.attempt, \
     t.max_attempts, t.lease_ms, t.lease_owner, t.lease_token, t.lease_expires_at, t.key, \
     t.payload_json, t.payload, t.errors, t.created_at, t.updated_at, t.traceparent, \
-    t.grp, t.after_ids, t.waiting_on, t.parents_failed, t.if_parent_fails, t.has_dependents, \
-    t.parent_results, {schema}.now_ms() AS db_now";
+    t.grp, t.after_ids, t.waiting_count, t.parents_failed, t.if_parent_fails, \
+    t.has_dependents, {schema}.now_ms() AS db_now";
 
 /// What a list's state filter keeps: tasks *shown* in that state. Expired
 /// leases are written down before a list runs, so stored `leased` is leased.
@@ -166,6 +166,8 @@ pub(crate) struct Sql {
     pub(crate) deps_take_edges: String,
     pub(crate) deps_lock_children: String,
     pub(crate) deps_write: String,
+    pub(crate) deps_read: String,
+    pub(crate) deps_drop_results: String,
     pub(crate) purge_keys: String,
     pub(crate) put_schedule: String,
     pub(crate) list_schedules: String,
@@ -292,6 +294,8 @@ impl Sql {
             deps_take_edges: r(include_str!("../sql/deps_take_edges.sql")),
             deps_lock_children: r(include_str!("../sql/deps_lock_children.sql")),
             deps_write: r(include_str!("../sql/deps_write.sql")),
+            deps_read: r(include_str!("../sql/deps_read.sql")),
+            deps_drop_results: r(include_str!("../sql/deps_drop_results.sql")),
             purge_keys: r(include_str!("../sql/purge_keys.sql")),
             put_schedule: r(include_str!("../sql/put_schedule.sql")),
             list_schedules: r(include_str!("../sql/list_schedules.sql")),

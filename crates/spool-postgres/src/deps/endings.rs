@@ -1,10 +1,13 @@
-//! Ending a task that pending tasks wait for (`has_dependents`): ack,
-//! fail to dead, cancel, and the write-down of a last lease that ran out.
+//! Ending a task that pending tasks wait for, or that holds its parents'
+//! results (`has_dependents`): ack, fail to dead, cancel, and the
+//! write-down of a last lease that ran out.
 //!
 //! The one-statement paths leave such a task alone; here each is one
 //! transaction that locks the task, checks what the one-statement path
 //! checks, ends it, and resolves its dependents ([`super::resolve`]), so
 //! the ending and what it does to them commit together, on any process.
+//! An ack or cancel deletes the task's results (`task_results`) after the
+//! task, in the same transaction; a task that goes dead keeps them.
 //! Waiting claimers of queues where a task was released are woken after
 //! the commit, as any enqueue wakes them.
 
@@ -75,7 +78,8 @@ impl Backend {
         let tx = client.transaction().await.map_err(pg)?;
         let rows = tx.query(&self.sql.lock_task, &[&id]).await.map_err(pg)?;
         let row = rows.first().ok_or(StoreError::NotFound)?;
-        if !StoredTask::from_row(row)?.holds(token) {
+        let stored = StoredTask::from_row(row)?;
+        if !stored.holds(token) {
             return Err(StoreError::LeaseLost.into());
         }
         // Deleting it and retiring its key is what a cancel does too.
@@ -83,6 +87,11 @@ impl Backend {
             .query(&self.sql.cancel, &[&id, &true])
             .await
             .map_err(pg)?;
+        if stored.deps.is_some() {
+            tx.query(&self.sql.deps_drop_results, &[&id])
+                .await
+                .map_err(pg)?;
+        }
         let slot = freed(&gone)?;
         let left = result.map(|r| (id, r));
         let resolved = resolve(&tx, &self.sql, vec![(id, Ending::Completed)], left).await?;
@@ -112,6 +121,9 @@ impl Backend {
         if deleted(&gone)? == 0 {
             return Err(StoreError::NotFound.into());
         }
+        tx.query(&self.sql.deps_drop_results, &[&id])
+            .await
+            .map_err(pg)?;
         let slot = freed(&gone)?;
         let resolved = resolve(&tx, &self.sql, vec![(id, Ending::Failed)], None).await?;
         tx.commit().await.map_err(pg)?;

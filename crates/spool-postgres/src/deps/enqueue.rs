@@ -21,8 +21,8 @@ use std::collections::HashMap;
 use spool_core::deps::{at_enqueue, check_assigned, resolve, Ending, Outcome};
 use spool_core::{NewTask, Parent, QueueName, TaskId};
 
-use super::resolve::write;
 use super::tx::{pg, Failure};
+use super::write::DepsWrite;
 use crate::db::Db;
 use crate::error::corrupt;
 use crate::ops::enqueue::{enqueue_general, slots, Enqueued, NotifyIn};
@@ -100,20 +100,29 @@ pub(crate) async fn enqueue_with_deps(
             continue;
         };
         let id = values::id(o.id);
+        let write = |released| DepsWrite {
+            id,
+            after: Some(&deps.after),
+            waiting: deps.waiting_on.len(),
+            failed: deps.failed,
+            policy: Some(deps.if_parent_fails),
+            received: None,
+            released,
+        };
         match outcome {
             Outcome::Cancelled => {
                 db_.query(&sql.cancel, &[&id, &true]).await.map_err(pg)?;
                 cancelled_here.push(o.id);
             }
             Outcome::Pending => {
-                write(db_, sql, id, &deps, &[], false, true).await?;
+                write(false).run(db_, sql).await?;
                 for p in &deps.waiting_on {
                     edge_parents.push(values::id(*p));
                     edge_children.push(id);
                 }
             }
             Outcome::Released => {
-                write(db_, sql, id, &deps, &[], true, true).await?;
+                write(true).run(db_, sql).await?;
             }
         }
     }

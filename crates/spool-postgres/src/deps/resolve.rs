@@ -2,28 +2,32 @@
 //! transaction that ended the parents (docs/spec.md §3.2).
 //!
 //! One round per generation of the chain: take the ended parents' edges,
-//! lock their children in id order, apply `spool_core::deps::on_parent_end`
-//! for each ended parent of each child, write what it became. A child its
-//! policy cancels is deleted like a cancel (its key retired) and ends as
+//! lock their children in id order, apply each ended parent of each child,
+//! write what it became. A child its policy cancels is deleted like a
+//! cancel (its key retired, its results deleted after it) and ends as
 //! failed for the next round. Each edge is taken once, so applying an
 //! ending twice (a retried task that dies again) changes nothing.
 //!
-//! A parent acked with a result leaves it to each child that still waited
-//! for it (`spool_core::deps::keep_result`): the child's write adds that
-//! one member to its `parent_results`, in the same statement that records
-//! the ending, so the result and the ending commit together.
+//! Each child is tracked by counts on its row (`waiting_count`,
+//! `parents_failed`, migration 13), decided by
+//! `spool_core::deps::outcome`: the edge taken says the child still waited
+//! for that parent, so the count is exact. A parent acked with a result
+//! leaves it to each child that still waited for it: one row of
+//! `task_results`, written with the child's counts in one statement
+//! ([`DepsWrite`]), so the result and the ending commit together, and
+//! each ending writes for each child its row and at most one result,
+//! however many parents the child has.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use spool_core::deps::{keep_result, on_parent_end, Ending, Outcome};
-use spool_core::{TaskId, TaskResult, TaskState};
+use spool_core::deps::{outcome, Ending, Outcome};
+use spool_core::{ParentFailure, TaskResult};
 
 use super::tx::{pg, Failure};
+use super::write::DepsWrite;
 use crate::db::Db;
 use crate::error::corrupt;
-use crate::row::{results_json, StoredTask};
 use crate::sql::Sql;
-use crate::values;
 
 /// What resolving did that others must hear of once it commits.
 #[derive(Default, Debug)]
@@ -70,79 +74,73 @@ pub(crate) async fn resolve(
             .await
             .map_err(pg)?;
         for row in &locked {
-            let task = StoredTask::from_row(row)?.view()?;
-            let child = values::id(task.id);
-            let (TaskState::Pending, Some(mut deps)) = (task.state, task.deps) else {
+            let child: i64 = row.try_get("id").map_err(corrupt)?;
+            let state: &str = row.try_get("state").map_err(corrupt)?;
+            if state != "pending" {
                 // Released or cancelled by another path meanwhile: a pending
                 // task keeps its edges until it is neither.
                 continue;
+            }
+            let count = |column: &str| -> Result<u32, Failure> {
+                let n: Option<i32> = row.try_get(column).map_err(corrupt)?;
+                Ok(u32::try_from(n.unwrap_or(0)).map_err(corrupt)?)
             };
-            let mut outcome = None;
-            let mut received = Vec::new();
+            let (mut waiting, mut failed) = (count("waiting_count")?, count("parents_failed")?);
+            let policy = row
+                .try_get::<_, Option<&str>>("if_parent_fails")
+                .map_err(corrupt)?
+                .unwrap_or("cancel")
+                .parse::<ParentFailure>()
+                .map_err(corrupt)?;
+            let mut became = Outcome::Pending;
+            let mut received = None;
             for &parent in parents_of.get(&child).into_iter().flatten() {
                 let ending = how
                     .get(&parent)
                     .copied()
                     .ok_or_else(|| corrupt("an edge of a parent that did not end"))?;
-                let id = TaskId(u64::try_from(parent).map_err(corrupt)?);
-                let step = on_parent_end(&mut deps, id, ending);
-                if outcome != Some(Outcome::Cancelled) && step.is_some() {
-                    outcome = step;
+                // Each edge is taken once, while its child waits for its
+                // parent: the count holds it.
+                waiting = waiting
+                    .checked_sub(1)
+                    .ok_or_else(|| corrupt("an edge its child does not count"))?;
+                if ending == Ending::Failed {
+                    failed += 1;
                 }
-                // `step` is None when the child no longer waited for the
-                // parent: an ending applied twice hands nothing on again.
-                if let Some((_, r)) = left.filter(|(p, _)| *p == parent && step.is_some()) {
-                    keep_result(&mut deps, id, r.clone());
-                    received.push((id, r.clone()));
+                if became != Outcome::Cancelled {
+                    became = outcome(ending, policy, waiting as usize);
+                }
+                if let Some((_, r)) = left.filter(|(p, _)| *p == parent) {
+                    received = Some((parent, r));
                 }
             }
-            match outcome {
-                None => {}
-                Some(Outcome::Cancelled) => {
-                    db.query(&sql.cancel, &[&child, &true]).await.map_err(pg)?;
-                    ended.push((child, Ending::Failed));
-                }
-                Some(o) => {
-                    let released = o == Outcome::Released && deps.waiting_on.is_empty();
-                    let rows = write(db, sql, child, &deps, &received, released, false).await?;
-                    if released {
-                        if let Some(row) = rows.first() {
-                            out.released
-                                .insert(row.try_get::<_, String>("queue").map_err(corrupt)?);
-                        }
-                    }
+            if became == Outcome::Cancelled {
+                db.query(&sql.cancel, &[&child, &true]).await.map_err(pg)?;
+                db.query(&sql.deps_drop_results, &[&child])
+                    .await
+                    .map_err(pg)?;
+                ended.push((child, Ending::Failed));
+                continue;
+            }
+            let released = became == Outcome::Released;
+            let rows = DepsWrite {
+                id: child,
+                after: None,
+                waiting: waiting as usize,
+                failed,
+                policy: None,
+                received,
+                released,
+            }
+            .run(db, sql)
+            .await?;
+            if released {
+                if let Some(row) = rows.first() {
+                    out.released
+                        .insert(row.try_get::<_, String>("queue").map_err(corrupt)?);
                 }
             }
         }
     }
     Ok(out)
-}
-
-/// Writes `deps` to task `id` (`sql/deps_write.sql`): pending, or released
-/// when `released`; with `after` and the policy too when `new` (enqueue).
-/// `received` are the results it has just been handed, added to those it
-/// holds: only they travel, not every result `deps` holds.
-pub(crate) async fn write(
-    db: &(impl Db + ?Sized),
-    sql: &Sql,
-    id: i64,
-    deps: &spool_core::Dependencies,
-    received: &[(TaskId, TaskResult)],
-    released: bool,
-    new: bool,
-) -> Result<Vec<tokio_postgres::Row>, Failure> {
-    let ids = |v: &[TaskId]| v.iter().map(|t| values::id(*t)).collect::<Vec<i64>>();
-    let after = new.then(|| ids(&deps.after));
-    let waiting = ids(&deps.waiting_on);
-    let failed = i32::try_from(deps.failed).map_err(corrupt)?;
-    let policy = new.then(|| deps.if_parent_fails.as_str());
-    let received = results_json(received);
-    db.query(
-        &sql.deps_write,
-        &[
-            &id, &after, &waiting, &failed, &policy, &released, &received,
-        ],
-    )
-    .await
-    .map_err(pg)
 }

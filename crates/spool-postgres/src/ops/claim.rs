@@ -49,7 +49,7 @@ fn fresh_tokens(max: u32) -> Vec<i64> {
 
 /// The tasks a claim statement answered, in claim order: the rows with an
 /// `n`, sorted by it (rows without one say something other than a task).
-fn claimed_in_order(rows: &[Row]) -> Result<Vec<Task>, StoreError> {
+fn claimed_in_order(rows: &[Row]) -> Result<Vec<StoredTask>, StoreError> {
     let mut claimed = Vec::with_capacity(rows.len());
     for row in rows {
         if let Some(n) = row.try_get::<_, Option<i64>>("n").map_err(corrupt)? {
@@ -57,7 +57,7 @@ fn claimed_in_order(rows: &[Row]) -> Result<Vec<Task>, StoreError> {
         }
     }
     claimed.sort_unstable_by_key(|(n, _)| *n);
-    claimed.into_iter().map(|(_, t)| t.view()).collect()
+    Ok(claimed.into_iter().map(|(_, t)| t).collect())
 }
 
 /// The counter of claims that the queue's limits held back while tasks
@@ -211,6 +211,16 @@ impl Backend {
         let claimed = claimed_in_order(&rows)?;
         self.claimed_since_vacuum
             .fetch_add(claimed.len() as u64, Ordering::Relaxed);
+        // A task that named parents reads its parents' results beside its
+        // row. A leased task's results change only when it is deleted: one
+        // missing there was cancelled since the claim, and is not handed
+        // out.
+        let claimed = self
+            .completed(claimed)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
         Ok(Look {
             tasks: claimed,
             recheck,

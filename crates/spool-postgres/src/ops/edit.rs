@@ -15,6 +15,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::backend::Backend;
 use crate::db::Db;
+use crate::deps::read::complete;
 use crate::deps::resolve::{resolve, Resolved};
 use crate::deps::tx::Failure;
 use crate::error::{corrupt, db};
@@ -23,6 +24,21 @@ use crate::row::{errors_json, StoredTask};
 use crate::values::{self, time};
 use crate::wake::CANCELS;
 use spool_core::deps::Ending;
+
+/// The task `rewrite_task` answered, read in the transaction that holds
+/// its row's lock: no ending changes what lies beside the row meanwhile.
+async fn rewritten(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &crate::sql::Sql,
+    rows: &[tokio_postgres::Row],
+) -> Result<Task, StoreError> {
+    let row = rows.first().ok_or(StoreError::NotFound)?;
+    complete(tx, sql, vec![StoredTask::from_row(row)?])
+        .await?
+        .pop()
+        .flatten()
+        .ok_or(StoreError::NotFound)
+}
 
 impl Backend {
     /// The id of the task `task` names, if it lives.
@@ -90,11 +106,12 @@ impl Backend {
             .query(&self.sql.rewrite_task, &params)
             .await
             .map_err(db)?;
+        let task = rewritten(&tx, &self.sql, &rows).await?;
         let resolved = self.ended_here(&tx, id, ends).await?;
         tx.commit().await.map_err(db)?;
         drop(client);
         self.announce(&resolved);
-        self.rewritten(&rows).await
+        self.woken_if_ready(task)
     }
 
     /// Resolves the dependents of task `id` when `ends`: its last lease ran
@@ -144,17 +161,16 @@ impl Backend {
             .query(&self.sql.rewrite_task, &params)
             .await
             .map_err(db)?;
+        let task = rewritten(&tx, &self.sql, &rows).await?;
         let resolved = self.ended_here(&tx, id, ends).await?;
         tx.commit().await.map_err(db)?;
         drop(client);
         self.announce(&resolved);
-        self.rewritten(&rows).await
+        self.woken_if_ready(task)
     }
 
-    /// The task `rewrite_task` answered; wakes waiters if it is ready.
-    async fn rewritten(&self, rows: &[tokio_postgres::Row]) -> Result<Task, StoreError> {
-        let row = rows.first().ok_or(StoreError::NotFound)?;
-        let task = StoredTask::from_row(row)?.view()?;
+    /// Answers `task`, rewritten; wakes waiters if it is ready.
+    fn woken_if_ready(&self, task: Task) -> Result<Task, StoreError> {
         if task.state == TaskState::Ready {
             self.notify(task.queue.as_str(), Ready::Anywhere);
         }

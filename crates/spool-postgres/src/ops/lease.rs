@@ -109,13 +109,6 @@ impl FailWrite {
     }
 }
 
-/// The task a statement answered, as shown.
-fn one_task(rows: &[Row]) -> Result<Option<Task>, StoreError> {
-    rows.first()
-        .map(|row| StoredTask::from_row(row)?.view())
-        .transpose()
-}
-
 impl Backend {
     /// Why a write for the holder of `id`'s lease matched nothing.
     pub(crate) async fn refused(&self, id: TaskId) -> StoreError {
@@ -337,7 +330,16 @@ impl Backend {
                 .unwrap_or(false),
             _ => false,
         };
-        match one_task(rows)? {
+        let task = match rows.first() {
+            // None too when a cancel deleted it since the write.
+            Some(row) => self
+                .completed(vec![StoredTask::from_row(row)?])
+                .await?
+                .pop()
+                .flatten(),
+            None => None,
+        };
+        match task {
             Some(task) => {
                 if task.state == TaskState::Ready || frees_slot {
                     self.notify(task.queue.as_str(), Ready::Anywhere);

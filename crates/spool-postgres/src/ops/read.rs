@@ -18,7 +18,6 @@ use tokio_postgres::types::ToSql;
 use crate::backend::Backend;
 use crate::db::Db;
 use crate::error::{corrupt, db};
-use crate::row::StoredTask;
 
 /// Where a list page resumes: the opaque cursor string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,10 +53,10 @@ impl Cursor {
 impl Backend {
     pub(crate) async fn get(&self, task: TaskRef) -> Result<Task, StoreError> {
         let id = self.resolve(&task).await?;
-        let client = self.client().await?;
-        let rows = client.query(&self.sql.get_task, &[&id]).await.map_err(db)?;
-        let row = rows.first().ok_or(StoreError::NotFound)?;
-        StoredTask::from_row(row)?.view()
+        self.read_tasks(&self.sql.get_task, &[&id])
+            .await?
+            .pop()
+            .ok_or(StoreError::NotFound)
     }
 
     pub(crate) async fn list(&self, req: ListRequest) -> Result<TaskPage, StoreError> {
@@ -77,15 +76,15 @@ impl Backend {
         // One more than the page, to know whether another follows.
         let want = i64::try_from(req.limit + 1).map_err(corrupt)?;
         let name = req.queue.as_str();
-        let client = self.client().await?;
-        let rows = match (req.order, cursor) {
+        let mut tasks = match (req.order, cursor) {
             (ListOrder::Id, None | Some(Cursor::Id(_))) => {
                 let after = match cursor {
                     Some(Cursor::Id(id)) => id,
                     _ => 0,
                 };
                 let params: [&(dyn ToSql + Sync); 4] = [&name, &queue_id, &after, &want];
-                client.query(self.sql.list_by_id(req.state), &params).await
+                self.read_tasks(self.sql.list_by_id(req.state), &params)
+                    .await?
             }
             (ListOrder::AttemptsDesc, None | Some(Cursor::Attempts(..))) => {
                 // Before the first page: above any attempt count.
@@ -94,17 +93,11 @@ impl Backend {
                     _ => (i64::from(i32::MAX) + 1, 0),
                 };
                 let params: [&(dyn ToSql + Sync); 5] = [&name, &queue_id, &attempt, &after, &want];
-                client
-                    .query(self.sql.list_by_attempts(req.state), &params)
-                    .await
+                self.read_tasks(self.sql.list_by_attempts(req.state), &params)
+                    .await?
             }
             _ => return Err(StoreError::bad_request("cursor does not match the order")),
-        }
-        .map_err(db)?;
-        let mut tasks = rows
-            .iter()
-            .map(|row| StoredTask::from_row(row)?.view())
-            .collect::<Result<Vec<Task>, StoreError>>()?;
+        };
         if req.order == ListOrder::AttemptsDesc {
             // The statement appends ordered parts (sql/list_by_attempts.sql).
             tasks.sort_by(|a, b| b.attempt.cmp(&a.attempt).then(a.id.cmp(&b.id)));

@@ -21,6 +21,32 @@ pub(crate) fn database_url() -> String {
     std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.to_string())
 }
 
+/// A connection of its own to the test database, outside any store: to
+/// write what an older build left, or look at tables directly.
+pub(crate) async fn admin() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&database_url(), tokio_postgres::NoTls)
+        .await
+        .expect("a connection to the test database");
+    tokio::spawn(connection);
+    client
+}
+
+/// Rows left in `schema`'s dependency side tables: (results, edges).
+pub(crate) async fn side_rows(schema: &str) -> (i64, i64) {
+    let row = admin()
+        .await
+        .query_one(
+            &format!(
+                "SELECT (SELECT count(*) FROM \"{schema}\".task_results), \
+                        (SELECT count(*) FROM \"{schema}\".task_deps)"
+            ),
+            &[],
+        )
+        .await
+        .expect("the side tables");
+    (row.get(0), row.get(1))
+}
+
 /// A schema name no other test uses.
 pub(crate) fn fresh_schema() -> String {
     format!("spool_test_{:016x}", rand::random::<u64>())

@@ -4,11 +4,13 @@
 //! NOTIFY of the release; and many parents of one child acked at once
 //! from two stores release it exactly once, with every ending counted and
 //! every result kept. A result left through one store is read through
-//! another (docs/spec.md §3.2 "Results").
+//! another (docs/spec.md §3.2 "Results"). A wide callback holds every
+//! result, and a child that ends, however, leaves nothing beside its row
+//! (migration 13); `wide` measures what each ending writes.
 
 use std::time::{Duration, Instant};
 
-use crate::common::{connect, fresh_schema, test_config, DropSchema};
+use crate::common::{connect, fresh_schema, side_rows, test_config, DropSchema};
 use serde_json::json;
 use spool_core::{
     Ack, ClaimRequest, NewTask, Parent, ParentFailure, Payload, QueueName, Store, TaskId, TaskRef,
@@ -216,4 +218,218 @@ async fn a_result_left_on_one_node_is_read_on_another() {
     // The row holds them as read through the first store, too.
     let seen = first.get(TaskRef::Id(child)).await.unwrap();
     assert_eq!(seen.deps.unwrap().results, deps.results);
+}
+
+/// Children that end leave no rows in `task_results` (nor edges): one
+/// completed after receiving results, one cancelled by the user after
+/// receiving one, and one cancelled by its policy when its other parent
+/// failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_that_end_leave_no_results_behind() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let store = connect(test_config(&schema)).await;
+    let q = QueueName::new("ends").unwrap();
+    let both = |t: NewTask| {
+        t.priority(10)
+            .after(Parent::InBatch(0))
+            .after(Parent::InBatch(1))
+    };
+    let made = store
+        .enqueue(
+            &q,
+            vec![
+                job(),
+                job(),
+                job(),
+                both(job()).if_parent_fails(ParentFailure::Run),
+                both(job()),
+                job()
+                    .priority(10)
+                    .after(Parent::InBatch(0))
+                    .after(Parent::InBatch(2)),
+            ],
+        )
+        .await
+        .unwrap();
+    let ids: Vec<TaskId> = made.iter().map(|o| o.id).collect();
+    let [first, second, third, completes, cancelled, follows] = ids[..] else {
+        panic!("six ids");
+    };
+    let leased = store
+        .claim(ClaimRequest::new(q.clone(), "w").max(3))
+        .await
+        .unwrap();
+    assert_eq!(leased.len(), 3, "the parents");
+    let token = |id: TaskId| {
+        leased
+            .iter()
+            .find(|t| t.id == id)
+            .unwrap()
+            .lease
+            .as_ref()
+            .unwrap()
+            .token
+    };
+    let result = |v| Ack::Result(TaskResult::new(&v).unwrap());
+    store
+        .ack(first, token(first), result(json!("first")))
+        .await
+        .unwrap();
+    let (held, _) = side_rows(&schema).await;
+    assert_eq!(held, 3, "each child holds the first parent's result");
+
+    store.cancel(TaskRef::Id(cancelled)).await.unwrap();
+    store.cancel(TaskRef::Id(third)).await.unwrap();
+    let gone = store.get(TaskRef::Id(follows)).await.unwrap_err();
+    assert_eq!(
+        gone,
+        spool_core::StoreError::NotFound,
+        "cancelled by its policy"
+    );
+    assert_eq!(side_rows(&schema).await.0, 1, "only the waiting child's");
+
+    store
+        .ack(second, token(second), result(json!("second")))
+        .await
+        .unwrap();
+    let got = store
+        .claim(ClaimRequest::new(q.clone(), "w"))
+        .await
+        .unwrap();
+    assert_eq!(got.iter().map(|t| t.id).collect::<Vec<_>>(), [completes]);
+    assert_eq!(got[0].deps.as_ref().unwrap().results.len(), 2);
+    assert_eq!(side_rows(&schema).await.0, 2);
+    let token = got[0].lease.as_ref().unwrap().token;
+    store.ack(completes, token, Ack::Done).await.unwrap();
+    assert_eq!(
+        side_rows(&schema).await,
+        (0, 0),
+        "nothing left beside the rows"
+    );
+}
+
+/// A callback of `parents` members, each leased; answers the callback's id
+/// and the leases.
+async fn wide_callback(
+    store: &spool_postgres::PgStore,
+    q: &QueueName,
+    parents: usize,
+) -> (TaskId, Vec<(TaskId, spool_core::LeaseToken)>) {
+    let mut batch: Vec<NewTask> = (0..parents).map(|_| job()).collect();
+    let callback = (0..parents as u32)
+        .fold(job().priority(10), |t, i| t.after(Parent::InBatch(i)))
+        .if_parent_fails(ParentFailure::Run);
+    batch.push(callback);
+    let made = store.enqueue(q, batch).await.unwrap();
+    let mut leases = Vec::with_capacity(parents);
+    while leases.len() < parents {
+        let got = store
+            .claim(ClaimRequest::new(q.clone(), "w").max(1000))
+            .await
+            .unwrap();
+        assert!(!got.is_empty(), "the parents are claimable");
+        leases.extend(got.into_iter().map(|t| (t.id, t.lease.unwrap().token)));
+    }
+    (made[parents].id, leases)
+}
+
+/// A parent's result: `bytes` of hex that TOAST cannot compress, behind
+/// the parent's id.
+fn wide_result(parent: TaskId, bytes: usize) -> TaskResult {
+    let pad: String = (0..bytes / 2)
+        .map(|_| format!("{:02x}", rand::random::<u8>()))
+        .collect();
+    TaskResult::new(&json!({ "parent": parent.0, "pad": pad })).unwrap()
+}
+
+/// A callback of 2,000 members, each acked with a result of ~100 bytes by
+/// four workers: the callback is claimed once, holding every result,
+/// exactly, by parent id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wide_callback_holds_every_result_exactly() {
+    const PARENTS: usize = 2_000;
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let store = connect(test_config(&schema)).await;
+    let q = QueueName::new("wide").unwrap();
+    let (callback, leases) = wide_callback(&store, &q, PARENTS).await;
+    let results: Vec<(TaskId, TaskResult)> = leases
+        .iter()
+        .map(|(id, _)| (*id, wide_result(*id, 100)))
+        .collect();
+    let workers: Vec<_> = leases
+        .chunks(PARENTS / 4)
+        .zip(results.chunks(PARENTS / 4))
+        .map(|(leases, results)| {
+            let (store, leases, results) = (store.clone(), leases.to_vec(), results.to_vec());
+            tokio::spawn(async move {
+                for ((id, token), (_, r)) in leases.into_iter().zip(results) {
+                    store.ack(id, token, Ack::Result(r)).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await.unwrap();
+    }
+
+    let got = store
+        .claim(ClaimRequest::new(q.clone(), "w").max(10))
+        .await
+        .unwrap();
+    assert_eq!(got.iter().map(|t| t.id).collect::<Vec<_>>(), [callback]);
+    let deps = got[0].deps.as_ref().unwrap();
+    assert_eq!((deps.completed() as usize, deps.failed), (PARENTS, 0));
+    let mut want = results;
+    want.sort_unstable_by_key(|(p, _)| *p);
+    assert!(deps.results == want, "every result, exactly, by parent id");
+    let token = got[0].lease.as_ref().unwrap().token;
+    store.ack(callback, token, Ack::Done).await.unwrap();
+    assert_eq!(side_rows(&schema).await, (0, 0));
+}
+
+/// What acking a wide callback's members writes, per ack, at three widths
+/// (not asserted: the machine's load moves it; README.md, "Dependencies").
+/// Run alone, so that no other test's writes are counted:
+/// `cargo test -p spool-postgres --test pg deps::wide_callback_write_cost -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn wide_callback_write_cost() {
+    use crate::common::admin;
+    let admin = admin().await;
+    let lsn = || async {
+        admin
+            .query_one(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get::<_, f64>(0)
+    };
+    for (parents, bytes) in [(500, 1_000), (1_000, 1_000), (2_000, 1_000), (2_000, 100)] {
+        let schema = fresh_schema();
+        let _drop = DropSchema(schema.clone());
+        let store = connect(test_config(&schema)).await;
+        let q = QueueName::new("cost").unwrap();
+        let (callback, leases) = wide_callback(&store, &q, parents).await;
+        let results: Vec<TaskResult> = leases
+            .iter()
+            .map(|(id, _)| wide_result(*id, bytes))
+            .collect();
+        let (before, started) = (lsn().await, Instant::now());
+        for ((id, token), r) in leases.into_iter().zip(results) {
+            store.ack(id, token, Ack::Result(r)).await.unwrap();
+        }
+        let (wal, took) = (lsn().await - before, started.elapsed());
+        let child = store.get(TaskRef::Id(callback)).await.unwrap();
+        assert_eq!(child.deps.unwrap().results.len(), parents);
+        println!(
+            "{parents} parents x {bytes} B: {:.1} ms/ack, {:.1} kB WAL/ack, {:.1} MB WAL in all",
+            took.as_secs_f64() * 1e3 / parents as f64,
+            wal / 1e3 / parents as f64,
+            wal / 1e6,
+        );
+    }
 }

@@ -2,17 +2,10 @@
 
 use std::time::Duration;
 
-use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
+use crate::common::{
+    admin as client, connect, database_url, fresh_schema, side_rows, test_config, DropSchema,
+};
 use spool_postgres::{PgConfig, PgStore};
-use tokio_postgres::{Client, NoTls};
-
-async fn client() -> Client {
-    let (client, connection) = tokio_postgres::connect(&database_url(), NoTls)
-        .await
-        .expect("a connection to the test database");
-    tokio::spawn(connection);
-    client
-}
 
 /// (version, times applied) for every recorded migration.
 async fn versions(schema: &str) -> Vec<(i32, i64)> {
@@ -42,8 +35,8 @@ async fn concurrent_starters_migrate_once() {
             tokio::spawn(connect(config))
         })
         .collect();
-    // Versions 1 to 12, each applied once.
-    let every_version_once: Vec<(i32, i64)> = (1..=12).map(|v| (v, 1)).collect();
+    // Versions 1 to 13, each applied once.
+    let every_version_once: Vec<(i32, i64)> = (1..=13).map(|v| (v, 1)).collect();
     let mut stores = Vec::new();
     for s in starters {
         stores.push(s.await.expect("every starter connects"));
@@ -99,8 +92,8 @@ async fn an_unreachable_database_is_a_connect_error() {
     assert_eq!(err.code(), "connect", "{err}");
 }
 
-/// Migrations 1 to 11, as shipped.
-const UP_TO_11: [&str; 11] = [
+/// Migrations 1 to 12, as shipped.
+const UP_TO_12: [&str; 12] = [
     include_str!("../../migrations/0001_tasks.sql"),
     include_str!("../../migrations/0002_schedules.sql"),
     include_str!("../../migrations/0003_vacuum_truncate.sql"),
@@ -112,9 +105,10 @@ const UP_TO_11: [&str; 11] = [
     include_str!("../../migrations/0009_groups.sql"),
     include_str!("../../migrations/0010_parked_only_indexes.sql"),
     include_str!("../../migrations/0011_dependencies.sql"),
+    include_str!("../../migrations/0012_parent_results.sql"),
 ];
 
-/// The schema as a build of version `version` (at most 11) left it:
+/// The schema as a build of version `version` (at most 12) left it:
 /// migrations 1 to `version` applied and recorded, as `src/migrate.rs`
 /// does.
 async fn schema_at_version(schema: &str, version: usize) {
@@ -124,7 +118,7 @@ async fn schema_at_version(schema: &str, version: usize) {
          CREATE TABLE {s}.migrations (version integer PRIMARY KEY, name text NOT NULL, \
              applied_at timestamptz NOT NULL DEFAULT now());"
     );
-    for (version, migration) in UP_TO_11[..version].iter().enumerate() {
+    for (version, migration) in UP_TO_12[..version].iter().enumerate() {
         sql.push_str(&migration.replace("{schema}", &s));
         sql.push_str(&format!(
             ";\nINSERT INTO {s}.migrations (version, name) VALUES ({}, 'old');",
@@ -132,6 +126,40 @@ async fn schema_at_version(schema: &str, version: usize) {
         ));
     }
     client().await.batch_execute(&sql).await.unwrap();
+}
+
+/// The queue `flow` (id 1) as an older build created it.
+fn flow_queue(s: &str) -> String {
+    format!(
+        "INSERT INTO {s}.queues (name, lease_ms, max_attempts, backoff_base_ms, \
+             backoff_max_ms, dedup_window_ms, max_payload, paused) \
+         VALUES ('flow', 30000, 3, 1000, 3600000, 60000, 1048576, false)"
+    )
+}
+
+/// The columns of [`workflow_row`].
+const WORKFLOW_COLUMNS: &str = "id, run_at, lease_expires_at, lease_token, created_at, \
+    updated_at, queue_id, attempt, max_attempts, priority, payload_json, state, kind, \
+    lease_owner, payload, after_ids, waiting_on, parents_failed, if_parent_fails, \
+    has_dependents";
+
+/// One task of queue 1 as a build of version 11 or 12 wrote it, as a
+/// VALUES tuple of [`WORKFLOW_COLUMNS`]: `state` leased (token 7, for an
+/// hour), ready or pending; `deps` its `after_ids`, `waiting_on`,
+/// `parents_failed` and `if_parent_fails` as SQL; `marked` whether tasks
+/// wait for it (`has_dependents`).
+fn workflow_row(id: i64, state: &str, deps: Option<[&str; 4]>, marked: bool) -> String {
+    let (lease, attempt, owner) = if state == "leased" {
+        ("now() + interval '1 hour', 7", 1, "'w'")
+    } else {
+        ("NULL, NULL", 0, "NULL")
+    };
+    let [after, waiting, failed, policy] = deps.unwrap_or(["NULL"; 4]);
+    let marked = if marked { "true" } else { "NULL" };
+    format!(
+        "({id}, now(), {lease}, now(), now(), 1, {attempt}, 3, 0, true, '{state}', 'job', \
+         {owner}, '\\x7b7d', {after}, {waiting}, {failed}, {policy}, {marked})"
+    )
 }
 
 /// Tasks queued on a version-5 schema (one task table, before the ring of
@@ -179,7 +207,7 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(12, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(13, 1)));
     let q = QueueName::new("kept").unwrap();
     // Migrations 8 and 9 keep the queue's settings, and give it no limits
     // and no bound on its groups.
@@ -275,28 +303,24 @@ async fn a_task_pending_on_version_11_receives_results_after_migration_12() {
     client()
         .await
         .batch_execute(&format!(
-            "INSERT INTO {s}.queues (name, lease_ms, max_attempts, backoff_base_ms, \
-                 backoff_max_ms, dedup_window_ms, max_payload, paused) \
-             VALUES ('flow', 30000, 3, 1000, 3600000, 60000, 1048576, false); \
-             INSERT INTO {s}.tasks (id, run_at, lease_expires_at, lease_token, created_at, \
-                 updated_at, queue_id, attempt, max_attempts, priority, payload_json, state, \
-                 kind, lease_owner, payload, after_ids, waiting_on, parents_failed, \
-                 if_parent_fails, has_dependents) \
-             VALUES \
-             (1, now(), now() + interval '1 hour', 7, now(), now(), 1, 1, 3, 0, true, \
-              'leased', 'job', 'w', '\\x7b7d', NULL, NULL, NULL, NULL, true), \
-             (2, now(), NULL, NULL, now(), now(), 1, 0, 3, 0, true, \
-              'ready', 'job', NULL, '\\x7b7d', NULL, NULL, NULL, NULL, true), \
-             (3, now(), NULL, NULL, now(), now(), 1, 0, 3, 0, true, \
-              'pending', 'job', NULL, '\\x7b7d', '{{1,2}}', '{{1,2}}', 0, 'run', NULL); \
+            "{}; INSERT INTO {s}.tasks ({WORKFLOW_COLUMNS}) VALUES {}, {}, {}; \
              INSERT INTO {s}.task_deps (parent, child) VALUES (1, 3), (2, 3); \
-             SELECT setval('{s}.task_ids', 3);"
+             SELECT setval('{s}.task_ids', 3);",
+            flow_queue(&s),
+            workflow_row(1, "leased", None, true),
+            workflow_row(2, "ready", None, true),
+            workflow_row(
+                3,
+                "pending",
+                Some(["'{1,2}'", "'{1,2}'", "0", "'run'"]),
+                false
+            ),
         ))
         .await
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(12, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(13, 1)));
     let q = QueueName::new("flow").unwrap();
     let result = |v: serde_json::Value| Ack::Result(TaskResult::new(&v).unwrap());
     let pending = new.get(TaskId(3).into()).await.unwrap();
@@ -332,5 +356,114 @@ async fn a_task_pending_on_version_11_receives_results_after_migration_12() {
     assert_eq!(
         results,
         [(TaskId(1), json!({"first": true})), (TaskId(2), json!(2))]
+    );
+}
+
+/// A workflow pending on a version-12 schema, its arrays and results on
+/// its row: migration 13 carries them beside it. Task 9, acked before the
+/// migration, left its result to task 3, which still waits for 1 and 2,
+/// and to task 4, released and ready. After the migration task 3 shows
+/// what it showed before, the remaining parents' acks hand it their
+/// results, it is claimed with all three, exactly, and acking it and task
+/// 4 leaves no row beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_pending_on_version_12_keeps_its_results_after_migration_13() {
+    use serde_json::json;
+    use spool_core::{
+        Ack, ClaimRequest, LeaseToken, QueueName, Store, TaskId, TaskResult, TaskState,
+    };
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    schema_at_version(&schema, 12).await;
+    assert_eq!(versions(&schema).await.last(), Some(&(12, 1)));
+    let s = format!("\"{schema}\"");
+    // Text jsonb would rewrite, kept as a jsonb string by version 12.
+    let nine = r#"{"z": 1e3, "a": [1,2]}"#;
+    client()
+        .await
+        .batch_execute(&format!(
+            "{}; INSERT INTO {s}.tasks ({WORKFLOW_COLUMNS}) VALUES {}, {}, {}, {}; \
+             INSERT INTO {s}.task_deps (parent, child) VALUES (1, 3), (2, 3); \
+             UPDATE {s}.tasks SET parent_results = jsonb_build_object('9', $${nine}$$::text) \
+             WHERE id = 3; \
+             UPDATE {s}.tasks SET parent_results = jsonb_build_object('9', '\"x\"'::text) \
+             WHERE id = 4; \
+             SELECT setval('{s}.task_ids', 9);",
+            flow_queue(&s),
+            workflow_row(1, "leased", None, true),
+            workflow_row(2, "ready", None, true),
+            workflow_row(
+                3,
+                "pending",
+                Some(["'{9,1,2}'", "'{1,2}'", "0", "'run'"]),
+                false
+            ),
+            workflow_row(4, "ready", Some(["'{9}'", "'{}'", "0", "'cancel'"]), false),
+        ))
+        .await
+        .unwrap();
+
+    let new = connect(test_config(&schema)).await;
+    assert_eq!(versions(&schema).await.last(), Some(&(13, 1)));
+    let texts = |t: &spool_core::Task| -> Vec<(TaskId, String)> {
+        let deps = t.deps.as_ref().unwrap();
+        deps.results
+            .iter()
+            .map(|(p, r)| (*p, r.as_str().to_string()))
+            .collect()
+    };
+    let pending = new.get(TaskId(3).into()).await.unwrap();
+    assert_eq!(pending.state, TaskState::Pending);
+    let deps = pending.deps.as_ref().unwrap();
+    assert_eq!(deps.after, [TaskId(9), TaskId(1), TaskId(2)]);
+    assert_eq!(
+        (deps.waiting_on.clone(), deps.failed),
+        (vec![TaskId(1), TaskId(2)], 0)
+    );
+    assert_eq!(texts(&pending), [(TaskId(9), nine.to_string())]);
+
+    let result = |v: serde_json::Value| Ack::Result(TaskResult::new(&v).unwrap());
+    new.ack(TaskId(1), LeaseToken(7), result(json!({"first": true})))
+        .await
+        .unwrap();
+    let q = QueueName::new("flow").unwrap();
+    let ready = new
+        .claim(ClaimRequest::new(q.clone(), "w").max(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        ready.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [TaskId(2), TaskId(4)]
+    );
+    assert_eq!(texts(&ready[1]), [(TaskId(9), "\"x\"".to_string())]);
+    for t in &ready {
+        let token = t.lease.as_ref().unwrap().token;
+        let ack = if t.id == TaskId(2) {
+            result(json!(2))
+        } else {
+            Ack::Done
+        };
+        new.ack(t.id, token, ack).await.unwrap();
+    }
+
+    let child = new.claim(ClaimRequest::new(q, "w")).await.unwrap();
+    assert_eq!(child.iter().map(|t| t.id).collect::<Vec<_>>(), [TaskId(3)]);
+    assert_eq!(
+        texts(&child[0]),
+        [
+            (TaskId(1), r#"{"first":true}"#.to_string()),
+            (TaskId(2), "2".to_string()),
+            (TaskId(9), nine.to_string()),
+        ]
+    );
+    let deps = child[0].deps.as_ref().unwrap();
+    assert!(deps.waiting_on.is_empty());
+    assert_eq!((deps.completed(), deps.failed), (3, 0));
+    let token = child[0].lease.as_ref().unwrap().token;
+    new.ack(TaskId(3), token, Ack::Done).await.unwrap();
+    assert_eq!(
+        side_rows(&schema).await,
+        (0, 0),
+        "nothing left beside the rows"
     );
 }
