@@ -20,7 +20,7 @@ use tokio_postgres::types::Json;
 use tokio_postgres::Row;
 
 use crate::error::corrupt;
-use crate::values::{lease_token, timestamp};
+use crate::values::{lease_token, task_ids, timestamp};
 
 /// One failure as the `errors` jsonb array holds it.
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -94,10 +94,7 @@ fn read_deps(row: &Row) -> Result<Option<Dependencies>, StoreError> {
     let Some(after) = get::<Option<Vec<i64>>>(row, "after_ids")? else {
         return Ok(None);
     };
-    let after = after
-        .into_iter()
-        .map(|id| u64::try_from(id).map(TaskId).map_err(corrupt))
-        .collect::<Result<Vec<TaskId>, StoreError>>()?;
+    let after = task_ids(after)?;
     let policy: Option<String> = get(row, "if_parent_fails")?;
     Ok(Some(Dependencies {
         after,

@@ -9,6 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use spool_core::{LeaseToken, StoreError, TaskId, Timestamp};
 
+use crate::error::corrupt;
+
 /// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: the timestamps Spool
 /// stores (PostgreSQL holds more, RFC 3339 not).
 const MIN_TIME_MS: i64 = -62_135_596_800_000;
@@ -65,6 +67,14 @@ pub(crate) fn duration(ms: i64) -> Duration {
 /// `i64` (which no task can have) becomes one that is simply not found.
 pub(crate) fn id(id: TaskId) -> i64 {
     i64::try_from(id.0).unwrap_or(-1)
+}
+
+/// Task ids as a column holds them; a negative one is a row changed
+/// behind the store's back.
+pub(crate) fn task_ids(ids: Vec<i64>) -> Result<Vec<TaskId>, StoreError> {
+    ids.into_iter()
+        .map(|id| u64::try_from(id).map(TaskId).map_err(corrupt))
+        .collect()
 }
 
 /// A lease token as a column value: the same 64 bits.

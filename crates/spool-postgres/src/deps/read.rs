@@ -31,18 +31,12 @@ struct Beside {
     results: Vec<(TaskId, TaskResult)>,
 }
 
-fn task_ids(ids: Vec<i64>) -> Result<Vec<TaskId>, StoreError> {
-    ids.into_iter()
-        .map(|id| u64::try_from(id).map(TaskId).map_err(corrupt))
-        .collect()
-}
-
 fn beside(row: &tokio_postgres::Row) -> Result<(i64, Beside), StoreError> {
     let id: i64 = row.try_get("id").map_err(corrupt)?;
     let waiting_on: Option<Vec<i64>> = row.try_get("waiting_on").map_err(corrupt)?;
     let parents: Option<Vec<i64>> = row.try_get("result_parents").map_err(corrupt)?;
     let texts: Option<Vec<String>> = row.try_get("results").map_err(corrupt)?;
-    let parents = task_ids(parents.unwrap_or_default())?;
+    let parents = values::task_ids(parents.unwrap_or_default())?;
     let texts = texts.unwrap_or_default();
     if parents.len() != texts.len() {
         return Err(corrupt("results without their parents"));
@@ -58,7 +52,7 @@ fn beside(row: &tokio_postgres::Row) -> Result<(i64, Beside), StoreError> {
         id,
         Beside {
             waiting_count: row.try_get("waiting_count").map_err(corrupt)?,
-            waiting_on: task_ids(waiting_on.unwrap_or_default())?,
+            waiting_on: values::task_ids(waiting_on.unwrap_or_default())?,
             results,
         },
     ))
