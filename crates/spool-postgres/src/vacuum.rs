@@ -22,7 +22,9 @@
 //!
 //! Invariants: at most one VACUUM or rotation of a schema's table runs at a
 //! time across every process (a session advisory lock, tried, never waited
-//! for; a process that finds it taken leaves the work to its holder);
+//! for; a process that finds it taken tries again at its next look, since
+//! the holder may be a rotation's look at whether a turn is due rather
+//! than a vacuum);
 //! VACUUM takes no lock that blocks enqueues, claims or acks. It holds one
 //! pooled connection while it runs (seconds on a table of millions of
 //! rows).
@@ -51,10 +53,15 @@ pub(crate) async fn run(backend: Arc<Backend>) {
         if backend.claimed_since_vacuum.load(Ordering::Relaxed) < after {
             continue;
         }
-        backend.claimed_since_vacuum.store(0, Ordering::Relaxed);
+        let claimed = backend.claimed_since_vacuum.swap(0, Ordering::Relaxed);
         match backend.vacuum().await {
             Ok(true) => tracing::debug!("vacuumed the task table"),
-            Ok(false) => tracing::debug!("another process is vacuuming the task table"),
+            Ok(false) => {
+                tracing::debug!("the upkeep lock is taken; vacuuming at the next look");
+                backend
+                    .claimed_since_vacuum
+                    .fetch_add(claimed, Ordering::Relaxed);
+            }
             Err(e) => tracing::warn!(error = %e, "vacuum of the task table failed"),
         }
     }
