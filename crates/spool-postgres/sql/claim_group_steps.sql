@@ -23,47 +23,55 @@
 -- for one group in a test of 10,000 groups).
 --
 -- `walk` is a loose index scan of tasks_ready_grouped: each step one probe
--- for the first group after the last one, so it costs one probe per group
--- visited, not per task. It starts at the cursor (pos 0, not a turn; or at
--- '' when there is none) and goes up in name order; past the last group it
--- wraps (seg 1) to '', then goes on up to the cursor. `turns` keeps the
--- groups that may take a task, at most the allowance of them, and
--- `rounds` takes their tasks turn by turn, each the next of its group by
--- one probe of the group's range. Both are read lazily through LIMITs: a
--- claim of n tasks visits about n groups (plus full ones) and probes about
--- n times, however many groups and tasks the queue has.
+-- for the first task of the first group after the last one, in the
+-- index's order, which is that group's head: one probe finds the group and
+-- the task of its first turn. It starts at the cursor (pos 0, not a turn;
+-- or at '' when there is none) and goes up in name order; past the last
+-- group it wraps (seg 1) to '', then goes on up to the cursor. `turns`
+-- keeps the groups that may take a task, at most the allowance of them,
+-- and `rounds` takes their tasks turn by turn: the heads first, then each
+-- group's next by one probe of its range. Both are read lazily through
+-- LIMITs: a claim of n tasks from n groups or more visits about n groups
+-- (plus full ones) and probes each once, however many groups and tasks
+-- the queue has.
 -- Defines `picked` (gen, ctid, grp, n) and then `claimed`.
-walk (grp, seg, pos) AS (
+walk (grp, seg, pos, gen, ctid, priority, run_at, id) AS (
     SELECT COALESCE(b.group_cursor, '' COLLATE "C"), 0,
-           CASE WHEN b.group_cursor IS NULL THEN 1 ELSE 0 END
+           CASE WHEN b.group_cursor IS NULL THEN 1 ELSE 0 END,
+           NULL::smallint, NULL::tid, NULL::smallint, NULL::timestamptz, NULL::bigint
     FROM b WHERE (SELECT may_claim FROM q)
     UNION ALL
-    SELECT n.grp, n.seg, w.pos + 1
+    SELECT n.grp, n.seg, w.pos + 1, n.gen, n.ctid, n.priority, n.run_at, n.id
     FROM walk w
     CROSS JOIN LATERAL (
-        SELECT x.grp, w.seg FROM (
-            SELECT t.grp FROM {schema}.tasks t
+        SELECT x.grp, w.seg, x.gen, x.ctid, x.priority, x.run_at, x.id FROM (
+            SELECT t.grp, t.gen, t.ctid, t.priority, t.run_at, t.id FROM {schema}.tasks t
             WHERE t.queue_id = (SELECT id FROM b) AND t.grp IS NOT NULL
               AND t.state = 'ready' AND t.grp > w.grp
-            ORDER BY t.grp
+            ORDER BY t.grp, t.priority, t.run_at, t.id
             LIMIT 1
         ) x
         WHERE w.seg = 0 OR x.grp <= (SELECT group_cursor FROM b)
         UNION ALL
-        SELECT '' COLLATE "C", 1 WHERE w.seg = 0 AND (SELECT group_cursor FROM b) IS NOT NULL
+        SELECT '' COLLATE "C", 1,
+               NULL::smallint, NULL::tid, NULL::smallint, NULL::timestamptz, NULL::bigint
+        WHERE w.seg = 0 AND (SELECT group_cursor FROM b) IS NOT NULL
         LIMIT 1
     ) n
 ), plain AS (
-    -- Whether tasks without a group wait: the '' group's turns count only
-    -- then. Ordered as tasks_ready is, like every scan here, so that the
-    -- plan reads each partition's index whatever its statistics say
-    -- (README.md, "Plans that do not trust statistics").
-    SELECT (SELECT t.id FROM {schema}.tasks t
-            WHERE t.queue_id = (SELECT id FROM b) AND t.state = 'ready' AND t.grp IS NULL
-            ORDER BY t.priority, t.run_at, t.id
-            LIMIT 1) IS NOT NULL AS waiting
+    -- The head of the tasks without a group, the '' group's first task (a
+    -- turn of '' counts only when there is one). Ordered as tasks_ready
+    -- is, like every scan here, so that the plan reads each partition's
+    -- index whatever its statistics say (README.md, "Plans that do not
+    -- trust statistics").
+    SELECT t.gen, t.ctid, t.priority, t.run_at, t.id FROM {schema}.tasks t
+    WHERE t.queue_id = (SELECT id FROM b) AND t.state = 'ready' AND t.grp IS NULL
+    ORDER BY t.priority, t.run_at, t.id
+    LIMIT 1
 ), turns AS (
-    SELECT w.pos, w.grp, r.room
+    -- Each turn with its group's head: the walk's own row for a named
+    -- group, `plain` for ''.
+    SELECT w.pos, w.grp, r.room, h.gen, h.ctid, h.priority, h.run_at, h.id
     FROM walk w
     CROSS JOIN LATERAL (
         SELECT CASE WHEN w.grp = '' OR b.group_concurrency IS NULL THEN q.allowance
@@ -77,13 +85,21 @@ walk (grp, seg, pos) AS (
                    ) live))
                END AS room
         FROM b, q
+        -- Not pulled up into the outer query, where the planner would
+        -- copy the count into the filter below and run it twice.
+        OFFSET 0
     ) r
-    WHERE w.pos > 0 AND r.room > 0 AND (w.grp <> '' OR (SELECT waiting FROM plain))
+    CROSS JOIN LATERAL (
+        SELECT w.gen, w.ctid, w.priority, w.run_at, w.id WHERE w.grp <> ''
+        UNION ALL
+        SELECT p.gen, p.ctid, p.priority, p.run_at, p.id FROM plain p WHERE w.grp = ''
+    ) h
+    WHERE w.pos > 0 AND r.room > 0
     LIMIT (SELECT allowance FROM q)
 ), rounds (pos, grp, room, r, gen, ctid, priority, run_at, id) AS (
-    -- Turn 0 stands before each group's first task: the smallest key.
-    SELECT pos, grp, room, 0, NULL::smallint, NULL::tid,
-           (-32768)::smallint, '-infinity'::timestamptz, 0::bigint
+    -- Turn 1 is each group's head, found by the walk; each later turn
+    -- probes the group's range for the next task.
+    SELECT pos, grp, room, 1, gen, ctid, priority, run_at, id
     FROM turns
     UNION ALL
     SELECT x.pos, x.grp, x.room, x.r + 1, n.gen, n.ctid, n.priority, n.run_at, n.id
@@ -108,5 +124,5 @@ walk (grp, seg, pos) AS (
     -- A recursive query yields each turn's rows before the next turn's,
     -- in the order of the turn before: the first rows are the claim's.
     SELECT gen, ctid, grp, row_number() OVER (ORDER BY r, pos) AS n
-    FROM (SELECT * FROM rounds WHERE r > 0 LIMIT (SELECT allowance FROM q)) c
+    FROM (SELECT * FROM rounds LIMIT (SELECT allowance FROM q)) c
 ), {claim_update}
