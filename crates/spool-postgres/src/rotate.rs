@@ -95,8 +95,12 @@ const CONTENDED: Duration = Duration::from_millis(200);
 const LONG_HOLDER: Duration = Duration::from_millis(100);
 /// The soonest a generation grown past `rotate_size` turns after the last
 /// turn (or `rotate_interval`, if shorter): each turn makes every
-/// connection plan its statements again (~1–3 ms each).
-const SOONEST: Duration = Duration::from_secs(1);
+/// connection plan its statements again (~1–3 ms each). Under a held
+/// horizon a generation holds every byte written until the next turn, so
+/// this, times the write rate, is what each of the three holds: at 1 s
+/// and ~3,500 tasks/s the held table was 7.5 MB at its largest, at 500 ms
+/// 4.9–5.5 MB, with claims as fast (docs/BENCHMARKS.md).
+const SOONEST: Duration = Duration::from_millis(500);
 /// How often each process asks whether the ring is due (`rotate_interval`
 /// a quarter at a time, if that is sooner).
 const CHECK: Duration = Duration::from_millis(100);
