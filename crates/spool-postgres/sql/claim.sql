@@ -1,6 +1,6 @@
 -- Claims up to $3 tasks of queue $1 in one statement (sql/claim_steps.sql,
 -- which says what the parameters are). A paused or unknown queue yields
--- no row. A queue with limits, or with groups (it has held grouped tasks
+-- no row. A queue with limits, or with groups (it holds grouped tasks
 -- or has a group_concurrency), yields no candidates here, only a row that
 -- says `limited`: its claims go through claim_limited.sql, under the
 -- queue row's lock. Answers the claimed tasks with n, their place in claim

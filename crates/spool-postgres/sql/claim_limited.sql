@@ -12,6 +12,17 @@
 -- Live leases are counted on tasks_leased, at most max_leased rows: a
 -- lease past its expiry frees its slot at once, written down or not.
 --
+-- A queue that has had groups and has none left, no grouped task ready or
+-- leased and no group_concurrency (`settled`), goes back to the ordinary
+-- claim: has_groups is cleared, under the row lock, so the next claim on
+-- any node sees it. A grouped task that becomes ready afterwards marks the
+-- queue again: its enqueue (sql/mark_grouped.sql), or, for one whose
+-- enqueue saw the flag still set and committed after this, or that became
+-- ready another way, the sweeper (sql/promote_due.sql). Each look is a
+-- probe of tasks_ready_grouped or tasks_leased_grouped in its order (not
+-- EXISTS, which drops the order and lets statistics pick a scan of a
+-- partition).
+--
 -- A queue with groups, or a group_concurrency, takes its tasks through
 -- claim_group_steps.sql, within the allowance, and keeps the group it
 -- served last as its cursor (src/sql.rs puts in that group, or NULL for
@@ -52,14 +63,27 @@ WITH RECURSIVE b AS (
                ) AS allowance
         FROM b
     ) x
+), settled AS (
+    SELECT b.has_groups AND b.group_concurrency IS NULL
+           AND (SELECT grp FROM {schema}.tasks
+                WHERE queue_id = b.id AND state = 'ready' AND grp IS NOT NULL
+                ORDER BY grp LIMIT 1) IS NULL
+           AND (SELECT grp FROM {schema}.tasks
+                WHERE queue_id = b.id AND state = 'leased' AND grp IS NOT NULL
+                ORDER BY grp LIMIT 1) IS NULL
+           AS done
+    FROM b
 ), {claim_steps}, spent AS (
     UPDATE {schema}.queues SET
         rate_tokens = CASE WHEN rate_limit IS NULL THEN rate_tokens
                            ELSE (SELECT tokens FROM b) - (SELECT count(*) FROM claimed) END,
         rate_refilled_at = CASE WHEN rate_limit IS NULL THEN rate_refilled_at
                                 ELSE GREATEST(rate_refilled_at, (SELECT at FROM b)) END,
-        group_cursor = COALESCE({last_turn}, group_cursor)
-    WHERE id = (SELECT id FROM b) AND (rate_limit IS NOT NULL OR {last_turn} IS NOT NULL)
+        group_cursor = COALESCE({last_turn}, group_cursor),
+        has_groups = has_groups AND NOT COALESCE((SELECT done FROM settled), false)
+    WHERE id = (SELECT id FROM b)
+      AND (rate_limit IS NOT NULL OR {last_turn} IS NOT NULL
+           OR COALESCE((SELECT done FROM settled), false))
 ), waits AS (
     SELECT
         CASE WHEN b.rate_limit IS NOT NULL THEN ceil(

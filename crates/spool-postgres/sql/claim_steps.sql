@@ -25,7 +25,10 @@
 -- of waiting.
 --
 -- Only tasks without a group: tasks_ready holds no others (migration 9),
--- and a queue with grouped tasks claims through claim_group_steps.sql.
+-- and a queue with grouped tasks claims through claim_group_steps.sql. A
+-- due grouped task in a queue not (or no longer) marked as grouped is left
+-- to the sweeper, which makes it ready and marks the queue
+-- (sql/promote_due.sql), so that it is claimed in its group's turn.
 -- The lease is written by sql/claim_update.sql, which defines `claimed`:
 -- the claimed tasks with n, their place in claim order.
 ready AS (
@@ -38,7 +41,7 @@ ready AS (
 ), due AS (
     SELECT gen, ctid, id, priority, run_at FROM {schema}.tasks
     WHERE queue_id = (SELECT id FROM q WHERE may_claim) AND state = 'scheduled'
-      AND run_at <= now()
+      AND run_at <= now() AND grp IS NULL
     ORDER BY run_at, id
     LIMIT {limit}
     FOR UPDATE SKIP LOCKED

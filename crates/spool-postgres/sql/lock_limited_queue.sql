@@ -9,7 +9,7 @@
 -- one answers no row while another transaction holds the lock.
 --
 -- Answers the queue's id and whether its claims take groups into account
--- (`grouped`: it has held grouped tasks, or has a group_concurrency). For
+-- (`grouped`: it holds grouped tasks, or has a group_concurrency). For
 -- such a queue it also makes up to 1,000 of its due scheduled tasks ready,
 -- earliest first, as the sweeper would: the grouped claim reads ready
 -- tasks only, and its statement, which comes next, sees them.

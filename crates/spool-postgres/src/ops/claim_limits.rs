@@ -13,7 +13,7 @@
 //! ([`LimitedQueues`](crate::limited::LimitedQueues)) so its
 //! next claims there come straight here.
 //!
-//! Queues with groups (that have held a grouped task, or bound each
+//! Queues with groups (that hold grouped tasks, or bound each
 //! group's leases) come here too, limits or not: the lock statement says
 //! so, and the claim then takes the groups in turn
 //! (`sql/claim_group_steps.sql` inside `sql/claim_limited.sql`) and keeps

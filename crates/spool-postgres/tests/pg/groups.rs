@@ -267,3 +267,139 @@ async fn grouped_enqueues_mark_their_queue_and_groups_survive_the_ring() {
     let turns: Vec<String> = got.iter().map(group_of).collect();
     assert_eq!(turns, ["", "x", "", "x", ""]);
 }
+
+/// A queue whose groups are done goes back to the ordinary claim: the claim
+/// that finds no grouped task ready or leased clears the mark, and a grouped
+/// task that comes later marks the queue again, whichever way it becomes
+/// ready: its enqueue, or the sweeper for a scheduled one that falls due
+/// after the mark was cleared, and for one whose enqueue saw the mark still
+/// set and committed after a claim cleared it (made here by clearing the
+/// mark by hand). The mark stays while a group_concurrency is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_whose_groups_are_done_claims_the_ordinary_way_again() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let store = connect(test_config(&schema)).await;
+    let (admin, connection) = tokio_postgres::connect(&database_url(), NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let marked = format!("SELECT has_groups FROM \"{schema}\".queues WHERE name = $1");
+    let is_marked = |q: &'static str| {
+        let admin = &admin;
+        let marked = &marked;
+        async move {
+            let row = admin.query_one(marked, &[&q]).await.unwrap();
+            row.get::<_, bool>(0)
+        }
+    };
+    let q = QueueName::new("mixed").unwrap();
+    let claim = |max: u32| ClaimRequest::new(q.clone(), "w").max(max);
+    let ack_all = |tasks: Vec<Task>| {
+        let store = &store;
+        async move {
+            for t in tasks {
+                let token = t.lease.as_ref().unwrap().token;
+                store.ack(t.id, token, Ack::Done).await.unwrap();
+            }
+        }
+    };
+    // A long poll gets the one task of group `g` within `bound` of `since`.
+    let waiting_claim_gets = |g: &'static str, since: Instant, bound: Duration| {
+        let store = &store;
+        let claim = &claim;
+        let ack_all = &ack_all;
+        async move {
+            let got = store
+                .claim(claim(10).wait(Duration::from_secs(5)))
+                .await
+                .unwrap();
+            let waited = since.elapsed();
+            assert_eq!(got.iter().map(group_of).collect::<Vec<_>>(), [g]);
+            assert!(
+                waited < bound,
+                "the task of group {g} was claimed after {waited:?}"
+            );
+            ack_all(got).await;
+        }
+    };
+
+    let mut tasks = tasks_of("a", 2);
+    tasks.push(NewTask::new(Payload::binary(vec![9])));
+    store.enqueue(&q, tasks).await.unwrap();
+    assert!(is_marked("mixed").await);
+    let got = store.claim(claim(10)).await.unwrap();
+    assert_eq!(got.len(), 3);
+    assert!(store.claim(claim(10)).await.unwrap().is_empty());
+    assert!(
+        is_marked("mixed").await,
+        "cleared while grouped tasks were leased"
+    );
+    ack_all(got).await;
+    assert!(store.claim(claim(10)).await.unwrap().is_empty());
+    assert!(
+        !is_marked("mixed").await,
+        "a claim that found no grouped task left the mark"
+    );
+    store
+        .enqueue(&q, vec![NewTask::new(Payload::binary(vec![1]))])
+        .await
+        .unwrap();
+    let got = store.claim(claim(10)).await.unwrap();
+    assert_eq!(got.len(), 1);
+    ack_all(got).await;
+
+    // Enqueued grouped: marked at once.
+    store.enqueue(&q, tasks_of("b", 1)).await.unwrap();
+    assert!(is_marked("mixed").await);
+    let got = store.claim(claim(10)).await.unwrap();
+    assert_eq!(got.iter().map(group_of).collect::<Vec<_>>(), ["b"]);
+    ack_all(got).await;
+
+    // Scheduled grouped: the mark goes while it waits, and comes back when
+    // the sweeper makes it ready.
+    let due_in = Duration::from_millis(600);
+    let later = NewTask::new(Payload::binary(vec![2]))
+        .group(group("c"))
+        .delay(due_in);
+    let enqueued = Instant::now();
+    store.enqueue(&q, vec![later]).await.unwrap();
+    assert!(store.claim(claim(10)).await.unwrap().is_empty());
+    assert!(!is_marked("mixed").await);
+    waiting_claim_gets("c", enqueued, due_in + Duration::from_millis(900)).await;
+
+    // Ready grouped with the mark cleared under it: the sweeper marks the
+    // queue and wakes the waiting claim.
+    store.enqueue(&q, tasks_of("d", 1)).await.unwrap();
+    let unmark = format!("UPDATE \"{schema}\".queues SET has_groups = false WHERE name = 'mixed'");
+    admin.execute(&unmark, &[]).await.unwrap();
+    waiting_claim_gets("d", Instant::now(), Duration::from_millis(900)).await;
+
+    let bounded = QueueName::new("bounded").unwrap();
+    store
+        .put_queue(
+            &bounded,
+            QueueSettings {
+                group_concurrency: Some(1),
+                ..QueueSettings::default()
+            }
+            .into(),
+        )
+        .await
+        .unwrap();
+    store.enqueue(&bounded, tasks_of("e", 1)).await.unwrap();
+    let got = store
+        .claim(ClaimRequest::new(bounded.clone(), "w").max(10))
+        .await
+        .unwrap();
+    ack_all(got).await;
+    assert!(store
+        .claim(ClaimRequest::new(bounded.clone(), "w"))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(
+        is_marked("bounded").await,
+        "cleared the mark of a queue with a group_concurrency"
+    );
+}
