@@ -11,7 +11,14 @@
 #   3. the same drain against the reliable queue as it is usually written:
 #      one BLMOVE and one LREM per task (`--claim-batch 1` for Redis only);
 #
-#   bash bench/resp.sh            # ROUNDS=2 N=200000 FILL=200000 by default
+#   bash bench/resp.sh            # ROUNDS=2 N=200000 NP=1000000 FILL=200000 by default
+#
+# N is the number of single enqueues per run without pipelining, NP with
+# -P 16: at 600,000/s a run of 100,000 lasts a sixth of a second, mostly
+# connection start-up, so the pipelined runs are longer. Redis runs with
+# its automatic AOF rewrite off (auto-aof-rewrite-percentage 0), so that
+# no background rewrite of its growing log lands inside a measured run:
+# that favours Redis, never Spool.
 #
 # Redis runs on a port of its own (16390) with its own directory, started
 # and stopped here; so does `spool serve` (HTTP 17800, RESP 17801). Prints
@@ -21,6 +28,7 @@ cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-2}
 N=${N:-200000}
+NP=${NP:-1000000}
 FILL=${FILL:-200000}
 REDIS_PORT=16390
 SPOOL_RESP=17801
@@ -45,7 +53,7 @@ redis-server --version
 git log -1 --oneline
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$work" \
-  --appendonly yes --appendfsync always --save '' \
+  --appendonly yes --appendfsync always --save '' --auto-aof-rewrite-percentage 0 \
   --logfile "$work/redis.log" &
 pids+=($!)
 target/release/spool serve --data "$work/spool" --listen 127.0.0.1:17800 \
@@ -57,18 +65,21 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 echo "redis: appendonly $(redis-cli -p "$REDIS_PORT" config get appendonly | tail -1)," \
-  "appendfsync $(redis-cli -p "$REDIS_PORT" config get appendfsync | tail -1)"
+  "appendfsync $(redis-cli -p "$REDIS_PORT" config get appendfsync | tail -1)," \
+  "auto-aof-rewrite-percentage $(redis-cli -p "$REDIS_PORT" config get auto-aof-rewrite-percentage | tail -1)"
 
 payload=$(printf 'x%.0s' $(seq 1 100))
 # redis-benchmark -q prints "CMD ...: R requests per second, p50=L msec".
 rate() { grep -o '[0-9.]* requests per second' | head -1 | cut -d' ' -f1; }
 p50() { grep -o 'p50=[0-9.]* msec' | head -1 | cut -d= -f2; }
 
-echo "== single enqueues, 64 clients, n=$N"
+echo "== single enqueues, 64 clients, n=$N without pipelining, $NP with -P 16"
 for round in $(seq 1 "$ROUNDS"); do
   for pipe in 1 16; do
-    s=$(redis-benchmark -p "$SPOOL_RESP" -c 64 -n "$N" -P "$pipe" -q ENQUEUE q "$payload" 2>&1)
-    r=$(redis-benchmark -p "$REDIS_PORT" -c 64 -n "$N" -P "$pipe" -q LPUSH q "$payload" 2>&1)
+    n=$N
+    [ "$pipe" = 1 ] || n=$NP
+    s=$(redis-benchmark -p "$SPOOL_RESP" -c 64 -n "$n" -P "$pipe" -q ENQUEUE q "$payload" 2>&1)
+    r=$(redis-benchmark -p "$REDIS_PORT" -c 64 -n "$n" -P "$pipe" -q LPUSH q "$payload" 2>&1)
     sr=$(rate <<<"$s") rr=$(rate <<<"$r")
     printf 'round %s -P %-2s  spool ENQUEUE %10s/s (p50 %s ms)  redis LPUSH %10s/s (p50 %s ms)  ratio %s\n' \
       "$round" "$pipe" "$sr" "$(p50 <<<"$s")" "$rr" "$(p50 <<<"$r")" \
@@ -101,5 +112,5 @@ for round in $(seq 1 "$ROUNDS"); do
     --systems redis --workloads batch-drain --claim-batch 1 \
     --fill "$FILL" --max-secs 60 \
     --out "$work/pertask-$round.json" 2>&1 | grep -v '^\s*$' | grep -iv 'wrote' || true
-  grep -h 'batch-drain' "$work/batched-$round.md" "$work/pertask-$round.md" || true
+  grep -h '^| drain' "$work/batched-$round.md" "$work/pertask-$round.md" || true
 done
