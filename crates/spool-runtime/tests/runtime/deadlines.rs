@@ -93,14 +93,16 @@ impl Job for Long {
 async fn the_lease_is_the_deadline_and_heartbeats_extend_it() {
     let e = crate::support::Embedded::open();
     fast_queue(e.store.as_ref(), "long", 1).await;
-    let lease = Duration::from_millis(300);
+    // A beat every 100 ms leaves 900 ms for one to be late on a loaded
+    // machine before the lease ends under a run that does beat.
+    let lease = Duration::from_millis(1000);
     let worker = Worker::builder(e.store.clone())
         .queue("long", QueueConfig::new().lease(lease))
         .register(|ctx: Context, _job: Long| async move {
             let beat = ctx.key().is_some_and(|k| k.as_str() == "beats");
             let first = ctx.deadline();
             // Three leases long.
-            for _ in 0..9 {
+            for _ in 0..30 {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 if beat {
                     ctx.heartbeat().await?;
@@ -125,7 +127,7 @@ async fn the_lease_is_the_deadline_and_heartbeats_extend_it() {
     let t = e.store.get(silent.into()).await.unwrap();
     assert_eq!(t.errors[0].message, "deadline exceeded");
     eventually(
-        Duration::from_secs(5),
+        Duration::from_secs(10),
         "the beating run completed",
         || async { remaining(e.store.as_ref(), "long").await == 1 },
     )
