@@ -42,11 +42,12 @@ pub struct PgConfig {
     pub rotate_interval: Duration,
     /// How large (bytes, with its indexes) the current generation may grow
     /// before the ring turns without waiting for `rotate_interval`, though
-    /// never sooner than half a second after the last turn. While VACUUM can do
-    /// its work, page pruning keeps a generation small and time turns the
-    /// ring; while a transaction holds the xmin horizon nothing written can
-    /// be freed, and this bounds the table at about three times it (plus
-    /// tasks still queued and parked ones). `u64::MAX` turns by time alone.
+    /// never sooner than half a second after the last turn. While VACUUM
+    /// can do its work, page pruning keeps a generation small and time
+    /// turns the ring; while a transaction holds the xmin horizon nothing
+    /// written can be freed, and this bounds the table at about three times
+    /// it (plus tasks still queued and parked ones). `u64::MAX` turns by
+    /// time alone.
     pub rotate_size: u64,
     /// How old a count of tasks `stats` may answer with. Every node keeps
     /// its count in the database, and any node asking within this time
