@@ -29,6 +29,13 @@
 -- queues without groups, which keeps the cursor); other queues take
 -- theirs through claim_steps.sql.
 --
+-- Each rendering claims only from the queues it is for (`grouped_guard`:
+-- those with groups or a group_concurrency, or the others), as the lock
+-- statement says, reading the same row under the same lock. The two are
+-- sent together (src/ops/claim_limits.rs, "One round trip"): a claim sent
+-- for the kind of queue this one no longer is takes nothing, spends
+-- nothing and answers no row.
+--
 -- Answers what claim.sql answers, each row also with `refill_ms` (how long
 -- until the bucket holds a whole token again, 0 if it does; NULL without
 -- a rate limit) and `expiry_ms` (with max_leased reached, or, for a
@@ -43,7 +50,7 @@ WITH RECURSIVE b AS (
            {bucket_tokens} AS tokens
     FROM {schema}.queues,
          LATERAL (SELECT date_trunc('milliseconds', statement_timestamp()) AS at) t
-    WHERE name = $1 AND NOT paused
+    WHERE name = $1 AND NOT paused AND {grouped_guard}
 ), live AS (
     SELECT count(*) AS n FROM (
         SELECT 1 FROM {schema}.tasks

@@ -53,20 +53,23 @@ enum Steps {
 /// ending in `sql/claim_update.sql`; and what a limited claim's template
 /// (`sql/claim_limited.sql`) says of groups: the group to keep as the
 /// cursor (`{last_turn}`) and how long a full group holds a waiting claim
-/// back (`{group_wait}`).
+/// back (`{group_wait}`), and which queues it claims from
+/// (`{grouped_guard}`).
 /// `limit` is how many tasks the steps may take at most: `$3` (the claim's
 /// max), or what a limited claim computed.
 fn with_claim_steps(template: &str, steps: Steps, limit: &str) -> String {
-    let (fragment, last_turn, group_wait) = match steps {
+    let (fragment, last_turn, group_wait, grouped_guard) = match steps {
         Steps::InOrder => (
             include_str!("../sql/claim_steps.sql"),
             "NULL::text",
             "NULL::bigint",
+            "NOT (group_concurrency IS NOT NULL OR has_groups)",
         ),
         Steps::InTurn => (
             include_str!("../sql/claim_group_steps.sql"),
             "(SELECT p.grp FROM picked p JOIN claimed c ON c.n = p.n ORDER BY p.n DESC LIMIT 1)",
             include_str!("../sql/group_wait.sql"),
+            "(group_concurrency IS NOT NULL OR has_groups)",
         ),
     };
     template
@@ -75,6 +78,7 @@ fn with_claim_steps(template: &str, steps: Steps, limit: &str) -> String {
         .replace("{limit}", limit)
         .replace("{last_turn}", last_turn)
         .replace("{group_wait}", group_wait)
+        .replace("{grouped_guard}", grouped_guard)
 }
 
 /// An enqueue statement with `sql/mark_grouped.sql` put in where it says

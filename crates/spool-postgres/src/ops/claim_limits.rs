@@ -10,8 +10,8 @@
 //! node. Queues without limits never come here: the ordinary claim
 //! statement takes no lock, and answers `limited` for a queue that has
 //! some, which this process then remembers
-//! ([`LimitedQueues`](crate::limited::LimitedQueues)) so its
-//! next claims there come straight here.
+//! ([`LimitedQueues`](crate::limited::LimitedQueues)) so its next claims
+//! there come straight here.
 //!
 //! Queues with groups (that hold grouped tasks, or bound each
 //! group's leases) come here too, limits or not: the lock statement says
@@ -19,6 +19,20 @@
 //! (`sql/claim_group_steps.sql` inside `sql/claim_limited.sql`) and keeps
 //! the group it served last in the queue's row, for the next claim on any
 //! node (README.md, "Groups").
+//!
+//! One round trip: a claim that waits for the lock sends `BEGIN`, the lock
+//! statement, the claim statement and `COMMIT` together, so the row is
+//! held for the statements' own time, not for the round trips between
+//! them as well (grouped claims of a queue take turns on it, and their
+//! drain is bounded by how long each holds it). The claim sent is the one
+//! this process's last claim of the queue took
+//! ([`LimitedQueues`](crate::limited::LimitedQueues)); each
+//! claim statement claims only from the kind of queue it is for, as the
+//! lock statement says (`sql/claim_limited.sql`), so one sent for a queue
+//! that has since gained or lost its groups took nothing, and the claim
+//! runs again as the lock statement said. A paced claim that tries the
+//! lock sends its statements one after the other instead: while another
+//! node holds the row its claim must not run at all.
 //!
 //! The transaction runs again, up to [`ATTEMPTS`] times in all, when a
 //! statement met a row the rotation moved under it (as pooled statements
@@ -135,12 +149,22 @@ impl Backend {
         queue: &str,
         params: &Params<'_>,
     ) -> Result<Limited, StoreError> {
-        let lock = &self.sql.lock_limited_queue;
-        match self.claim_locked(queue, params, lock).await? {
-            Some(limited) => Ok(limited),
+        let mut client = self.client().await?;
+        let guess = self.limited.grouped(queue);
+        let sql = &self.sql;
+        let pipelined = Sending::Pipelined { grouped: guess };
+        let taken = match transaction(&mut client, sql, params, pipelined).await? {
+            Some((_, grouped)) if grouped != guess => {
+                let lock = &sql.lock_limited_queue;
+                transaction(&mut client, sql, params, Sending::InTurn { lock }).await?
+            }
+            taken => taken,
+        };
+        match taken {
+            Some(taken) => self.remember(queue, taken),
             // No such queue: nothing to remember of it.
             None => {
-                self.limited.set(queue, false, false);
+                self.limited.set(queue, false, false, false);
                 Ok(Limited::nothing())
             }
         }
@@ -154,52 +178,121 @@ impl Backend {
         queue: &str,
         params: &Params<'_>,
     ) -> Result<Option<Limited>, StoreError> {
+        let mut client = self.client().await?;
         let lock = &self.sql.try_lock_limited_queue;
-        self.claim_locked(queue, params, lock).await
+        let send = Sending::InTurn { lock };
+        let taken = transaction(&mut client, &self.sql, params, send).await?;
+        taken.map(|taken| self.remember(queue, taken)).transpose()
     }
 
-    /// The limited claim under `lock` (one of the two renderings of
-    /// `sql/lock_limited_queue.sql`); `None` when it answered no row.
-    async fn claim_locked(
+    /// Remembers what a limited claim's rows say of `queue`, and answers
+    /// them.
+    fn remember(
         &self,
         queue: &str,
-        params: &Params<'_>,
-        lock: &str,
-    ) -> Result<Option<Limited>, StoreError> {
-        let mut client = self.client().await?;
-        let mut attempt = 1;
-        let taken = loop {
-            match limited_transaction(&mut client, &self.sql, lock, params).await {
-                Err(e) if attempt < ATTEMPTS && moved_under_it(&e) => attempt += 1,
-                done => break done.map_err(db)?,
-            }
-        };
-        let Some((rows, grouped)) = taken else {
-            return Ok(None);
-        };
+        (rows, grouped): (Vec<Row>, bool),
+    ) -> Result<Limited, StoreError> {
         self.limited
-            .set(queue, says_limited(&rows)?, says_rated(&rows)?);
+            .set(queue, says_limited(&rows)?, says_rated(&rows)?, grouped);
         let recheck = recheck_in(&rows)?;
         let throttled = says_throttled(&rows)?;
-        Ok(Some(Limited {
+        Ok(Limited {
             rows,
             recheck,
             grouped,
             throttled,
-        }))
+        })
     }
+}
+
+/// What a limited claim's transaction answers: the claim's rows (none if
+/// the queue is paused) and whether it took the groups in turn; `None`,
+/// having claimed nothing, if the lock statement answered no row.
+type Taken = Option<(Vec<Row>, bool)>;
+
+/// How a limited claim's transaction is sent.
+#[derive(Clone, Copy)]
+enum Sending<'a> {
+    /// All at once, with the claim for a queue with groups or without.
+    Pipelined { grouped: bool },
+    /// One statement after the other, under this lock statement.
+    InTurn { lock: &'a str },
+}
+
+/// Runs the transaction, again, up to [`ATTEMPTS`] times in all, while it
+/// meets a row the rotation moved under it.
+async fn transaction(
+    client: &mut deadpool_postgres::Client,
+    sql: &Sql,
+    params: &Params<'_>,
+    send: Sending<'_>,
+) -> Result<Taken, StoreError> {
+    let mut attempt = 1;
+    loop {
+        let done = match send {
+            Sending::Pipelined { grouped } => {
+                pipelined_transaction(client, sql, params, grouped).await
+            }
+            Sending::InTurn { lock } => limited_transaction(client, sql, lock, params).await,
+        };
+        match done {
+            Err(e) if attempt < ATTEMPTS && moved_under_it(&e) => attempt += 1,
+            done => return done.map_err(db),
+        }
+    }
+}
+
+/// Sends `BEGIN`, the waiting lock, the claim for a queue with groups when
+/// `grouped`, for one without otherwise, and `COMMIT`, all at once: the
+/// client sends each request as it is first polled, and `join4` polls
+/// them in this order. Answers what the lock statement said of the queue;
+/// when it says otherwise than `grouped`, the claim took nothing
+/// (`sql/claim_limited.sql`).
+async fn pipelined_transaction(
+    client: &deadpool_postgres::Client,
+    sql: &Sql,
+    params: &Params<'_>,
+    grouped: bool,
+) -> Result<Taken, tokio_postgres::Error> {
+    let lock = client.prepare_cached(&sql.lock_limited_queue).await?;
+    let claim = if grouped {
+        client.prepare_cached(&sql.claim_grouped).await?
+    } else {
+        client.prepare_cached(&sql.claim_limited).await?
+    };
+    let claim_params = if grouped {
+        &params[..GROUPED_PARAMS]
+    } else {
+        params
+    };
+    let (begun, locked, rows, committed) = futures::future::join4(
+        client.batch_execute("BEGIN"),
+        tokio_postgres::Client::query(client, &lock, &params[..1]),
+        tokio_postgres::Client::query(client, &claim, claim_params),
+        client.batch_execute("COMMIT"),
+    )
+    .await;
+    // The first failure is the cause; the statements after it failed
+    // because the transaction had, and COMMIT rolled it back.
+    begun?;
+    let locked = locked?;
+    let rows = rows?;
+    committed?;
+    let Some(row) = locked.first() else {
+        return Ok(None);
+    };
+    Ok(Some((rows, row.try_get("grouped")?)))
 }
 
 /// Locks the queue's row with `lock` and claims: in claim order, or the
 /// groups in turn when the lock statement says the queue has groups.
-/// Answers the claim's rows (none if the queue is paused) and which it
-/// was; `None`, rolled back, if the lock statement answered no row.
+/// Rolled back if the lock statement answered no row.
 async fn limited_transaction(
     client: &mut deadpool_postgres::Client,
     sql: &Sql,
     lock: &str,
     params: &Params<'_>,
-) -> Result<Option<(Vec<Row>, bool)>, tokio_postgres::Error> {
+) -> Result<Taken, tokio_postgres::Error> {
     let tx = client.transaction().await?;
     let locked = tx.query(lock, &params[..1]).await?;
     let Some(row) = locked.first() else {

@@ -403,3 +403,64 @@ async fn a_queue_whose_groups_are_done_claims_the_ordinary_way_again() {
         "cleared the mark of a queue with a group_concurrency"
     );
 }
+
+/// A node sends the claim its last claim of a queue took, for a queue
+/// without groups or with, together with the lock (src/ops/claim_limits.rs,
+/// "One round trip"). When another node has since given the queue a
+/// group_concurrency and grouped tasks, the claim sent takes nothing and
+/// the node claims again as the lock statement says: the group's bound
+/// holds from the first claim. And back: with the bound gone and the
+/// groups done, a node that last claimed in turns still claims every
+/// task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_follows_a_queue_that_gains_groups_on_another() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let settings = QueueSettings {
+        max_leased: Some(100),
+        ..QueueSettings::default()
+    };
+    let (stores, q) = nodes(&schema, settings.clone()).await;
+    let (a, b) = (&stores[0], &stores[1]);
+    let claim = |max: u32| ClaimRequest::new(q.clone(), "w").max(max);
+    let ack_all = |tasks: Vec<Task>| async move {
+        for t in tasks {
+            let token = t.lease.as_ref().unwrap().token;
+            a.ack(t.id, token, Ack::Done).await.unwrap();
+        }
+    };
+    let plain = |n: u8| {
+        (0..n)
+            .map(|i| NewTask::new(Payload::binary(vec![i])))
+            .collect::<Vec<_>>()
+    };
+
+    b.enqueue(&q, plain(1)).await.unwrap();
+    let got = a.claim(claim(10)).await.unwrap();
+    assert_eq!(got.len(), 1);
+    ack_all(got).await;
+
+    let bounded = QueueSettings {
+        group_concurrency: Some(1),
+        ..settings.clone()
+    };
+    b.put_queue(&q, bounded.into()).await.unwrap();
+    b.enqueue(&q, tasks_of("g", 3)).await.unwrap();
+    let first = a.claim(claim(10)).await.unwrap();
+    assert_eq!(
+        first.len(),
+        1,
+        "the first claim takes what group_concurrency 1 allows"
+    );
+    assert!(a.claim(claim(10)).await.unwrap().is_empty());
+    ack_all(first).await;
+    let second = a.claim(claim(10)).await.unwrap();
+    assert_eq!(second.len(), 1);
+    ack_all(second).await;
+    ack_all(a.claim(claim(10)).await.unwrap()).await;
+
+    b.put_queue(&q, settings.into()).await.unwrap();
+    assert!(a.claim(claim(10)).await.unwrap().is_empty());
+    b.enqueue(&q, plain(3)).await.unwrap();
+    assert_eq!(a.claim(claim(10)).await.unwrap().len(), 3);
+}
