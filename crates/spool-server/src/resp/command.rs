@@ -8,18 +8,17 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::value::RawValue;
 use spool_core::outcome::is_null;
 use spool_core::store::{validate_batch, MAX_BATCH, MAX_CLAIM, MAX_WAIT, MAX_WORKER_ID};
 use spool_core::store::{validate_lease_wait, MAX_LEASE_WAIT};
 use spool_core::task::RunAt;
 use spool_core::{
-    Ack, Kind, NewTask, Parent, ParentFailure, Payload, QueueName, StoreError, TaskGroup, TaskId,
-    TaskKey, TaskPatch, TaskRef, TaskResult, Timestamp,
+    Ack, Kind, NewTask, Parent, ParentFailure, QueueName, StoreError, TaskGroup, TaskId, TaskKey,
+    TaskPatch, TaskRef, TaskResult, Timestamp,
 };
 
+use super::args::{payload, payload_as, Args};
 use super::manage::{self, Manage};
-use crate::rfc3339::{MAX_MILLIS, MIN_MILLIS};
 use crate::wire;
 
 /// A command a connection can run.
@@ -123,11 +122,7 @@ pub(super) fn parse(args: &[Bytes]) -> Parsed {
     let name = std::str::from_utf8(name)
         .unwrap_or("?")
         .to_ascii_uppercase();
-    let mut a = Args {
-        name: &name,
-        rest,
-        at: 0,
-    };
+    let mut a = Args::new(&name, rest);
     let cmd = match name.as_str() {
         "PING" => Command::Ping(a.optional()),
         "ECHO" => Command::Echo(a.bytes()?),
@@ -146,7 +141,7 @@ pub(super) fn parse(args: &[Bytes]) -> Parsed {
             Command::Ignored
         }
         "COMMAND" | "CONFIG" => {
-            a.at = a.rest.len();
+            a.skip_rest();
             Command::Empty
         }
         "ENQUEUE" => enqueue(&mut a)?,
@@ -181,7 +176,7 @@ pub(super) fn parse(args: &[Bytes]) -> Parsed {
         }
         "ACKMANY" => {
             let mut acks = Vec::new();
-            while a.at < a.rest.len() {
+            while a.more() {
                 acks.push((a.id()?, a.bytes()?));
             }
             if acks.is_empty() || acks.len() > MAX_BATCH {
@@ -233,27 +228,6 @@ pub(super) fn parse(args: &[Bytes]) -> Parsed {
     };
     a.finish()?;
     Ok(cmd)
-}
-
-/// `BINARY` keeps the bytes as binary whatever they look like; without it
-/// the payload rule below decides.
-pub(super) fn payload_as(bytes: Bytes, binary: bool) -> Payload {
-    if binary {
-        Payload::binary(bytes)
-    } else {
-        payload(bytes)
-    }
-}
-
-/// The payload rule: bytes that are valid JSON are kept as JSON (and read
-/// back over HTTP as `payload`); any other bytes as binary (read back as
-/// `payload_base64`). Over RESP both come back as the bytes given.
-pub(super) fn payload(bytes: Bytes) -> Payload {
-    if serde_json::from_slice::<&RawValue>(&bytes).is_ok() {
-        Payload::json(bytes)
-    } else {
-        Payload::binary(bytes)
-    }
 }
 
 fn hello(a: &mut Args<'_>) -> Parsed {
@@ -333,7 +307,7 @@ fn task(a: &mut Args<'_>, in_batch: bool) -> Result<NewTask, StoreError> {
         let upper = opt.to_ascii_uppercase();
         match upper.as_slice() {
             b"TASK" if in_batch => {
-                a.at -= 1;
+                a.put_back();
                 break;
             }
             b"KEY" => task.key = Some(TaskKey::new(a.string("KEY")?)?),
@@ -465,14 +439,14 @@ fn claim(a: &mut Args<'_>) -> Parsed {
 fn lease_wait(a: &mut Args<'_>) -> Parsed {
     let wait = Duration::from_millis(a.number("wait_ms")?);
     let mut leases = Vec::new();
-    while a.at < a.rest.len() {
+    while a.more() {
         // Stops parsing at once rather than building a list to refuse.
         if leases.len() == MAX_LEASE_WAIT {
             break;
         }
         leases.push((a.id()?, a.bytes()?));
     }
-    validate_lease_wait(leases.len() + usize::from(a.at < a.rest.len()), wait)?;
+    validate_lease_wait(leases.len() + usize::from(a.more()), wait)?;
     Ok(Command::LeaseWait { wait, leases })
 }
 
@@ -503,137 +477,11 @@ fn fail(a: &mut Args<'_>) -> Parsed {
     })
 }
 
-/// The arguments after the command name, read in order.
-pub(super) struct Args<'a> {
-    name: &'a str,
-    rest: &'a [Bytes],
-    at: usize,
-}
-
-impl Args<'_> {
-    pub(super) fn optional(&mut self) -> Option<Bytes> {
-        let v = self.rest.get(self.at).cloned();
-        self.at += usize::from(v.is_some());
-        v
-    }
-
-    pub(super) fn bytes(&mut self) -> Result<Bytes, StoreError> {
-        self.optional().ok_or_else(|| {
-            StoreError::bad_request(format!(
-                "wrong number of arguments for '{}'; see docs/resp.md",
-                self.name
-            ))
-        })
-    }
-
-    pub(super) fn string(&mut self, what: &str) -> Result<String, StoreError> {
-        String::from_utf8(self.bytes()?.to_vec())
-            .map_err(|_| StoreError::bad_request(format!("{what} must be UTF-8 text")))
-    }
-
-    /// Takes the next argument if it is `OFF` (in any case): a setting
-    /// removed.
-    pub(super) fn off(&mut self) -> bool {
-        let off = self
-            .rest
-            .get(self.at)
-            .is_some_and(|b| b.eq_ignore_ascii_case(b"OFF"));
-        self.at += usize::from(off);
-        off
-    }
-
-    pub(super) fn number(&mut self, what: &str) -> Result<u64, StoreError> {
-        let b = self.bytes()?;
-        std::str::from_utf8(&b)
-            .ok()
-            .filter(|s| s.bytes().all(|c| c.is_ascii_digit()))
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| {
-                StoreError::bad_request(format!("{what} must be a non-negative integer"))
-            })
-    }
-
-    pub(super) fn id(&mut self) -> Result<TaskId, StoreError> {
-        self.number("id").map(TaskId)
-    }
-
-    /// `id`, or `KEY queue key`.
-    fn task_ref(&mut self) -> Result<TaskRef, StoreError> {
-        if self
-            .rest
-            .get(self.at)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"KEY"))
-        {
-            self.at += 1;
-            let queue = self.queue()?;
-            return Ok(TaskRef::Key(queue, TaskKey::new(self.string("key")?)?));
-        }
-        self.id().map(TaskRef::Id)
-    }
-
-    fn priority(&mut self) -> Result<i16, StoreError> {
-        self.string("PRIORITY")?
-            .parse()
-            .map_err(|_| StoreError::bad_request("PRIORITY must be -32768 to 32767"))
-    }
-
-    /// An optional last word `flag`; anything else there is refused.
-    fn flag(&mut self, flag: &str) -> Result<bool, StoreError> {
-        match self.optional() {
-            None => Ok(false),
-            Some(w) => self.expect_option(&w, flag).map(|()| true),
-        }
-    }
-
-    pub(super) fn queue(&mut self) -> Result<QueueName, StoreError> {
-        Ok(QueueName::new(self.string("queue")?)?)
-    }
-
-    pub(super) fn unix_ms(&mut self, what: &str) -> Result<Timestamp, StoreError> {
-        let b = self.bytes()?;
-        std::str::from_utf8(&b)
-            .ok()
-            .and_then(|s| s.parse::<i64>().ok())
-            .filter(|ms| (MIN_MILLIS..=MAX_MILLIS).contains(ms))
-            .map(Timestamp::from_millis)
-            .ok_or_else(|| {
-                StoreError::bad_request(format!(
-                    "{what} must be Unix milliseconds between {MIN_MILLIS} and {MAX_MILLIS}"
-                ))
-            })
-    }
-
-    pub(super) fn expect_option(&self, got: &[u8], want: &str) -> Result<(), StoreError> {
-        if got.eq_ignore_ascii_case(want.as_bytes()) {
-            Ok(())
-        } else {
-            Err(self.unknown_option(got))
-        }
-    }
-
-    pub(super) fn unknown_option(&self, got: &[u8]) -> StoreError {
-        StoreError::bad_request(format!(
-            "unknown option '{}' for '{}'; see docs/resp.md",
-            String::from_utf8_lossy(&got[..got.len().min(64)]),
-            self.name
-        ))
-    }
-
-    fn finish(&self) -> Result<(), StoreError> {
-        if self.at < self.rest.len() {
-            return Err(StoreError::bad_request(format!(
-                "too many arguments for '{}'; see docs/resp.md",
-                self.name
-            )));
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use spool_core::Payload;
 
     fn cmd(words: &[&str]) -> Parsed {
         let args: Vec<Bytes> = words

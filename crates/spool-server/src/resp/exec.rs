@@ -120,7 +120,10 @@ async fn enqueue_each(
     let n = tasks.len();
     let retry = (n > 1).then(|| tasks.clone());
     match (enqueue(st, queue, tasks).await, retry) {
-        (Ok(outcomes), _) => outcomes.into_iter().map(|o| enqueued(o, proto)).collect(),
+        (Ok(outcomes), _) => outcomes
+            .into_iter()
+            .map(|o| shape::enqueued(o, proto))
+            .collect(),
         (
             Err(ApiError::Store(StoreError::PayloadTooLarge { .. } | StoreError::BadRequest(_))),
             Some(retry),
@@ -155,17 +158,6 @@ async fn enqueue(
         st.monitor().count_enqueued(created);
     }
     Ok(outcomes)
-}
-
-/// RESP2: the id. RESP3: `{id, duplicate}`.
-pub(super) fn enqueued(o: EnqueueOutcome, proto: Proto) -> Reply {
-    match proto {
-        Proto::Resp2 => Reply::Int(o.id.0 as i64),
-        Proto::Resp3 => Reply::Map(vec![
-            ("id", Reply::Int(o.id.0 as i64)),
-            ("duplicate", Reply::Bool(o.duplicate)),
-        ]),
-    }
 }
 
 /// Acks `items`, each on its own merits, in one store call.
@@ -269,11 +261,18 @@ async fn one(st: &AppState, s: &mut Session, cmd: Command) -> Result<Reply, ApiE
         Command::Empty => Reply::Array(Vec::new()),
         Command::Enqueue(queue, task) => {
             let mut outcomes = enqueue(st, &queue, vec![task]).await?;
-            outcomes.pop().map_or(Reply::Null, |o| enqueued(o, s.proto))
+            outcomes
+                .pop()
+                .map_or(Reply::Null, |o| shape::enqueued(o, s.proto))
         }
         Command::EnqueueMany(queue, tasks) => {
             let outcomes = enqueue(st, &queue, tasks).await?;
-            Reply::Array(outcomes.into_iter().map(|o| enqueued(o, s.proto)).collect())
+            Reply::Array(
+                outcomes
+                    .into_iter()
+                    .map(|o| shape::enqueued(o, s.proto))
+                    .collect(),
+            )
         }
         Command::Claim(args) => claim(st, s, args).await?,
         Command::Ack { id, token, ack } => {

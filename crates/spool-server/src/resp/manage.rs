@@ -19,9 +19,9 @@ use spool_core::{
     StoreError, TaskState, Timestamp,
 };
 
-use super::command::{payload_as, Args};
+use super::args::{payload_as, Args};
 use super::reply::{Proto, Reply};
-use super::{exec, shape};
+use super::shape;
 use crate::api::groups::DEFAULT_LIMIT as DEFAULT_GROUPS;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -295,6 +295,6 @@ pub(super) async fn run(st: &AppState, proto: Proto, m: Manage) -> Result<Reply,
         Manage::ScheduleFire(name, tick) => st
             .call(st.store().fire_schedule(&name, tick))
             .await?
-            .map_or(Reply::Null, |o| exec::enqueued(o, proto)),
+            .map_or(Reply::Null, |o| shape::enqueued(o, proto)),
     })
 }

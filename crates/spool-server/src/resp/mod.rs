@@ -20,6 +20,7 @@
 //! the stable code in capitals (`-LEASE_LOST ...`); malformed input is
 //! answered and changes nothing; no store call outlasts the store timeout.
 
+mod args;
 mod command;
 mod conn;
 mod exec;

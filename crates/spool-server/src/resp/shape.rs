@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use spool_core::time::duration_millis;
 use spool_core::{
-    Cadence, Dependencies, GroupStats, Payload, PayloadFormat, QueueSettings, QueueStats, Schedule,
-    StateCounts, Task, TaskId,
+    Cadence, Dependencies, EnqueueOutcome, GroupStats, Payload, PayloadFormat, QueueSettings,
+    QueueStats, Schedule, StateCounts, Task, TaskId,
 };
 
-use super::reply::Reply;
+use super::reply::{Proto, Reply};
 
 pub(super) fn count(n: u64) -> Reply {
     Reply::Int(i64::try_from(n).unwrap_or(i64::MAX))
@@ -218,4 +218,15 @@ pub(super) fn schedule(s: &Schedule) -> Reply {
         ),
         ("created_at", Reply::Int(s.created_at.0)),
     ])
+}
+
+/// RESP2: the id. RESP3: `{id, duplicate}`.
+pub(super) fn enqueued(o: EnqueueOutcome, proto: Proto) -> Reply {
+    match proto {
+        Proto::Resp2 => Reply::Int(o.id.0 as i64),
+        Proto::Resp3 => Reply::Map(vec![
+            ("id", Reply::Int(o.id.0 as i64)),
+            ("duplicate", Reply::Bool(o.duplicate)),
+        ]),
+    }
 }
