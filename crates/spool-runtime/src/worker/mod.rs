@@ -18,6 +18,7 @@
 //! counted), flush the acks.
 
 mod acker;
+mod acquire;
 mod config;
 mod leases;
 mod pool;
@@ -276,7 +277,7 @@ impl WorkerBuilder {
                 metrics,
                 shared.clone(),
             ));
-            loops.push(runtime.spawn(pool::acquire(pool.clone())));
+            loops.push(runtime.spawn(acquire::acquire(pool.clone())));
             pools.push(pool);
         }
         Ok(Worker {
