@@ -6,22 +6,14 @@
 
 use std::sync::OnceLock;
 
-use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use ring::digest;
-use spool_core::StoreError;
 
-use super::error::PageError;
-use super::layout;
-use crate::extract::ApiPath;
-
-/// A file served under `/assets/`.
+/// A file served under `/assets/` ([`super::asset_route`]).
 #[derive(Debug)]
 pub(super) struct Asset {
     pub name: &'static str,
-    content_type: &'static str,
-    body: &'static str,
+    pub content_type: &'static str,
+    pub body: &'static str,
 }
 
 pub(super) const CSS: &Asset = &Asset {
@@ -36,7 +28,8 @@ pub(super) const JS: &Asset = &Asset {
     body: include_str!("../../assets/admin.js"),
 };
 
-const ALL: [&Asset; 2] = [CSS, JS];
+/// Every asset, as `GET /assets/{file}` finds them.
+pub(super) const ALL: [&Asset; 2] = [CSS, JS];
 
 /// The asset's URL, with its content hash.
 pub(super) fn href(asset: &Asset) -> String {
@@ -53,20 +46,4 @@ fn short_hash(body: &str) -> String {
         .take(6)
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// `GET /assets/{file}`.
-pub(super) async fn serve(file: Result<ApiPath<String>, crate::error::ApiError>) -> Response {
-    let name = match file {
-        Ok(ApiPath(name)) => name,
-        Err(e) => return PageError::Api(e).into_response(),
-    };
-    let Some(asset) = ALL.into_iter().find(|a| a.name == name) else {
-        return PageError::from(StoreError::NotFound).into_response();
-    };
-    let mut res = (StatusCode::OK, asset.body).into_response();
-    res.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
-    layout::secure(&mut res, "public, max-age=604800");
-    res
 }

@@ -16,8 +16,6 @@ use maud::{html, Markup, DOCTYPE};
 
 use super::assets;
 use super::links;
-use super::viewer::Viewer;
-use crate::auth::Principal;
 
 /// How often the pages refresh themselves, in seconds (with JavaScript).
 pub(super) const REFRESH_SECS: u32 = 5;
@@ -45,8 +43,9 @@ pub(super) struct Page<'a> {
     pub refresh: bool,
 }
 
-/// A whole HTML document around `body`.
-pub(super) fn render(page: &Page<'_>, viewer: Option<&Viewer>, body: Markup) -> Markup {
+/// A whole HTML document around `body`, with a "Log out" button posting
+/// `logout` (the CSRF token of a viewer signed in with a session).
+pub(super) fn render(page: &Page<'_>, logout: Option<&str>, body: Markup) -> Markup {
     let current = |n: Nav| (page.nav == n).then_some("page");
     html! {
         (DOCTYPE)
@@ -73,12 +72,10 @@ pub(super) fn render(page: &Page<'_>, viewer: Option<&Viewer>, body: Markup) -> 
                                 li { a href=(links::schedules()) aria-current=[current(Nav::Schedules)] { "Schedules" } }
                             }
                         }
-                        @if let Some(v) = viewer {
-                            @if let (Principal::Session(_), Some(csrf)) = (&v.who, &v.csrf) {
-                                form.logout method="post" action="/logout" {
-                                    input type="hidden" name="csrf" value=(csrf);
-                                    button.btn.btn-quiet type="submit" { "Log out" }
-                                }
+                        @if let Some(csrf) = logout {
+                            form.logout method="post" action="/logout" {
+                                input type="hidden" name="csrf" value=(csrf);
+                                button.btn.btn-quiet type="submit" { "Log out" }
                             }
                         }
                     }
@@ -93,15 +90,6 @@ pub(super) fn render(page: &Page<'_>, viewer: Option<&Viewer>, body: Markup) -> 
                     }
                 }
             }
-        }
-    }
-}
-
-/// A CSRF field for an action form.
-pub(super) fn csrf_field(viewer: &Viewer) -> Markup {
-    html! {
-        @if let Some(csrf) = &viewer.csrf {
-            input type="hidden" name="csrf" value=(csrf);
         }
     }
 }

@@ -34,6 +34,7 @@ use utoipa_axum::routes;
 use crate::state::AppState;
 use throttle::Throttle;
 
+mod asset_route;
 mod assets;
 mod chart;
 mod deps;
@@ -96,7 +97,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/schedules", get(schedules::page))
         .route("/login", get(login::form).post(login::submit))
         .route("/logout", post(login::logout))
-        .route("/assets/{file}", get(assets::serve))
+        .route("/assets/{file}", get(asset_route::serve))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(Extension(Arc::new(Throttle::default())))
 }

@@ -105,7 +105,7 @@ pub(super) async fn page(
     };
     Ok(layout::respond(
         StatusCode::OK,
-        layout::render(&page, Some(&viewer), body),
+        layout::render(&page, viewer.logout_csrf(), body),
     ))
 }
 

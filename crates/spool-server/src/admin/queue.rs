@@ -178,7 +178,7 @@ pub(super) async fn page(
         (tabs(&queue, state))
         @if state == Some(TaskState::Dead) && queue.counts.dead > 0 {
             form.inline method="post" action=(links::queue_action(&name, "retry")) {
-                (layout::csrf_field(&viewer))
+                (viewer.csrf_field())
                 button.btn type="submit" {
                     @if queue.counts.dead == 1 { "Retry 1 dead task" }
                     @else { "Retry all " (text::count(queue.counts.dead)) " dead tasks" }
@@ -213,7 +213,7 @@ pub(super) async fn page(
     };
     Ok(layout::respond(
         StatusCode::OK,
-        layout::render(&page, Some(&viewer), body),
+        layout::render(&page, viewer.logout_csrf(), body),
     ))
 }
 
@@ -225,7 +225,7 @@ fn pause_form(viewer: &Viewer, q: &QueueStats) -> Markup {
     };
     html! {
         form.inline method="post" action=(links::queue_action(&q.name, action)) {
-            (layout::csrf_field(viewer))
+            (viewer.csrf_field())
             button.btn type="submit" { (label) }
         }
     }
@@ -283,7 +283,7 @@ fn task_table(viewer: &Viewer, tasks: &[Task], state: Option<TaskState>, now: Ti
                             @if actions {
                                 td {
                                     form.inline method="post" action=(links::task_action(t.id, "retry")) {
-                                        (layout::csrf_field(viewer))
+                                        (viewer.csrf_field())
                                         button.btn.btn-small type="submit" aria-label={ "Retry task " (t.id) } { "Retry" }
                                     }
                                 }

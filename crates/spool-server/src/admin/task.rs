@@ -77,7 +77,7 @@ pub(super) async fn page(
     };
     Ok(layout::respond(
         StatusCode::OK,
-        layout::render(&page, Some(&viewer), body),
+        layout::render(&page, viewer.logout_csrf(), body),
     ))
 }
 
@@ -85,7 +85,7 @@ fn dead_actions(viewer: &Viewer, t: &Task) -> Markup {
     html! {
         div.actions {
             form.inline method="post" action=(links::task_action(t.id, "retry")) {
-                (layout::csrf_field(viewer))
+                (viewer.csrf_field())
                 button.btn type="submit" { "Retry task" }
             }
             // A second, deliberate step: the button that deletes is only
@@ -95,7 +95,7 @@ fn dead_actions(viewer: &Viewer, t: &Task) -> Markup {
                 div.confirm-body {
                     p { "Delete task " (t.id) " for good? Its payload and errors are lost." }
                     form method="post" action=(links::task_action(t.id, "delete")) {
-                        (layout::csrf_field(viewer))
+                        (viewer.csrf_field())
                         button.btn.btn-danger type="submit" { "Delete task " (t.id) }
                     }
                 }

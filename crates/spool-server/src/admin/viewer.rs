@@ -1,4 +1,5 @@
-//! What a page handler knows of who is looking ([`Viewer`]), and the check
+//! What a page handler knows of who is looking ([`Viewer`], with its forms'
+//! CSRF field and the shell's log-out token), and the check
 //! every action runs first ([`Checked`]): a form posted with the viewer's
 //! CSRF token.
 //!
@@ -10,6 +11,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::Form;
+use maud::{html, Markup};
 use serde::Deserialize;
 
 use super::error::PageError;
@@ -24,6 +26,26 @@ use crate::state::AppState;
 pub(super) struct Viewer {
     pub who: Principal,
     pub csrf: Option<String>,
+}
+
+impl Viewer {
+    /// The CSRF token the shell's "Log out" button posts: only a viewer
+    /// signed in with a session has one to end.
+    pub(super) fn logout_csrf(&self) -> Option<&str> {
+        match (&self.who, &self.csrf) {
+            (Principal::Session(_), Some(csrf)) => Some(csrf),
+            _ => None,
+        }
+    }
+
+    /// A CSRF field for an action form.
+    pub(super) fn csrf_field(&self) -> Markup {
+        html! {
+            @if let Some(csrf) = &self.csrf {
+                input type="hidden" name="csrf" value=(csrf);
+            }
+        }
+    }
 }
 
 impl FromRequestParts<AppState> for Viewer {
