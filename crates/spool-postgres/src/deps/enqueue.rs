@@ -25,7 +25,8 @@ use super::tx::{pg, Failure};
 use super::write::DepsWrite;
 use crate::db::Db;
 use crate::error::corrupt;
-use crate::ops::enqueue::{enqueue_general, slots, Enqueued, NotifyIn};
+use crate::ops::enqueue::general::{enqueue_general, Enqueued, NotifyIn};
+use crate::ops::enqueue::slots::slots;
 use crate::sql::Sql;
 use crate::values;
 

@@ -24,7 +24,8 @@ use crate::backend::Backend;
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::floor::Ready;
-use crate::ops::enqueue::{enqueue_on, NotifyIn};
+use crate::ops::enqueue::enqueue_on;
+use crate::ops::enqueue::general::NotifyIn;
 use crate::values::{duration, millis, timestamp};
 use crate::wake::SCHEDULES;
 

@@ -8,8 +8,9 @@
 
 use spool_core::{EnqueueOutcome, NewTask, QueueName, StoreError, TaskId};
 
+use super::general::{Enqueued, NotifyIn};
 use super::rows::{Limits, Rows};
-use super::{Enqueued, NotifyIn, Slot};
+use super::slots::Slot;
 use crate::db::Db;
 use crate::error::{corrupt, db};
 use crate::sql::Sql;

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use spool_core::task::RunAt;
 use spool_core::{NewTask, PayloadFormat, StoreError, TaskGroup, TaskKey};
 
-use super::Slot;
+use super::slots::Slot;
 use crate::values::{millis, time};
 
 /// What a batch is checked against and filled in from: the queue's
