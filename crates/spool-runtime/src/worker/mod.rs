@@ -2,8 +2,9 @@
 //! loop and its runs; one acker batching the acks of every pool.
 //!
 //! - `config`: a pool's settings;
-//! - `pool`: the acquisition loop, which claims as many tasks as it has free
-//!   slots (never more), long-polling the store;
+//! - `pool`: a queue's slots and handlers, shared by its loop and runs;
+//! - `acquire`: the acquisition loop, which claims as many tasks as the
+//!   pool has free slots (never more), long-polling the store;
 //! - `run`: one run under its deadline, with its span and metrics;
 //! - `report`: what a run's outcome becomes in the store;
 //! - `acker`: acks gathered into `ack_many` calls;
