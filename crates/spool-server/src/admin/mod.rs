@@ -10,7 +10,8 @@
 //! - `layout` is the shell and the headers every page gets, `error` turns
 //!   failures into HTML pages with the API's status codes, `chart` draws
 //!   inline SVG, `text` and `payload` say how values read, `links` builds
-//!   every URL, `assets` serves the CSS and the refresh script;
+//!   every URL, `assets` holds the CSS and the refresh script and
+//!   `asset_route` serves them;
 //! - `session` signs login cookies and CSRF tokens, `gate` tells the auth
 //!   middleware who a request is, `viewer` gives handlers the viewer and
 //!   checks every action's CSRF token, `login` trades the token for a

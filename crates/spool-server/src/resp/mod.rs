@@ -5,7 +5,8 @@
 //! A map of the data path:
 //! - [`frame`] splits the byte stream into commands, with limits checked
 //!   on declared lengths before anything is buffered;
-//! - `command` turns a command's arguments into a validated `Command`;
+//! - `command` turns a command's arguments into a validated `Command`,
+//!   reading them through `args` (which also holds the payload rule);
 //! - `exec` runs a round of commands in order against the store, batching
 //!   runs of enqueues and acks so a pipeline shares group commits;
 //! - `manage` parses and runs the commands that look after queues and
