@@ -255,16 +255,8 @@ async fn pipelined_transaction(
     grouped: bool,
 ) -> Result<Taken, tokio_postgres::Error> {
     let lock = client.prepare_cached(&sql.lock_limited_queue).await?;
-    let claim = if grouped {
-        client.prepare_cached(&sql.claim_grouped).await?
-    } else {
-        client.prepare_cached(&sql.claim_limited).await?
-    };
-    let claim_params = if grouped {
-        &params[..GROUPED_PARAMS]
-    } else {
-        params
-    };
+    let (claim, claim_params) = claim_for(sql, params, grouped);
+    let claim = client.prepare_cached(claim).await?;
     let (begun, locked, rows, committed) = futures::future::join4(
         client.batch_execute("BEGIN"),
         tokio_postgres::Client::query(client, &lock, &params[..1]),
@@ -300,12 +292,22 @@ async fn limited_transaction(
         return Ok(None);
     };
     let grouped: bool = row.try_get("grouped")?;
-    let rows = if grouped {
-        tx.query(&sql.claim_grouped, &params[..GROUPED_PARAMS])
-            .await?
-    } else {
-        tx.query(&sql.claim_limited, params).await?
-    };
+    let (claim, claim_params) = claim_for(sql, params, grouped);
+    let rows = tx.query(claim, claim_params).await?;
     tx.commit().await?;
     Ok(Some((rows, grouped)))
+}
+
+/// The claim statement for a queue with groups (`grouped`) or without,
+/// with the parameters it takes.
+fn claim_for<'s, 'p, 'v>(
+    sql: &'s Sql,
+    params: &'p Params<'v>,
+    grouped: bool,
+) -> (&'s str, &'p Params<'v>) {
+    if grouped {
+        (&sql.claim_grouped, &params[..GROUPED_PARAMS])
+    } else {
+        (&sql.claim_limited, params)
+    }
 }
