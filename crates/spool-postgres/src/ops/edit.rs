@@ -8,8 +8,10 @@
 //! pending tasks wait for it they are resolved in the same transaction.
 //! A pending task keeps its state through an update (`sql/rewrite_task.sql`).
 
+use std::time::SystemTime;
+
 use spool_core::{
-    PayloadFormat, QueueName, StoreError, Task, TaskId, TaskPatch, TaskRef, TaskState,
+    PayloadFormat, QueueName, StoreError, Task, TaskId, TaskPatch, TaskRef, TaskState, Timestamp,
 };
 use tokio_postgres::types::ToSql;
 
@@ -40,6 +42,26 @@ async fn rewritten(
         .ok_or(StoreError::NotFound)
 }
 
+/// A task's row as the rewrite's lock found it.
+struct Locked<'r> {
+    row: &'r tokio_postgres::Row,
+    /// What the row shows now (an expired lease is ready or dead by now).
+    current: Task,
+    /// The database's clock when the row was read.
+    now: Timestamp,
+}
+
+/// What a rewrite writes back (`sql/rewrite_task.sql`'s parameters after
+/// the id); the priority and payload stay as they are where `None`.
+struct Rewrite<'p> {
+    dead: bool,
+    run_at: SystemTime,
+    priority: Option<i16>,
+    payload_json: Option<bool>,
+    payload: Option<&'p [u8]>,
+    attempt: i32,
+}
+
 impl Backend {
     /// The id of the task `task` names, if it lives.
     pub(crate) async fn resolve(&self, task: &TaskRef) -> Result<i64, StoreError> {
@@ -62,44 +84,84 @@ impl Backend {
     pub(crate) async fn update(&self, task: TaskRef, patch: TaskPatch) -> Result<Task, StoreError> {
         let run_at = patch.run_at.map(time).transpose()?;
         let id = self.resolve(&task).await?;
+        self.rewrite(id, |Locked { row, current, .. }| {
+            if current.state == TaskState::Leased {
+                return Err(StoreError::LeaseHeld);
+            }
+            if let Some(p) = &patch.payload {
+                let max = u64::try_from(row.try_get::<_, i64>("max_payload").map_err(corrupt)?)
+                    .map_err(corrupt)?;
+                let size = p.len() as u64;
+                if size > max {
+                    return Err(StoreError::PayloadTooLarge { size, max });
+                }
+            }
+            Ok(Rewrite {
+                dead: current.state == TaskState::Dead,
+                run_at: match run_at {
+                    Some(t) => t,
+                    None => time(current.run_at)?,
+                },
+                priority: patch.priority,
+                payload_json: patch
+                    .payload
+                    .as_ref()
+                    .map(|p| p.format == PayloadFormat::Json),
+                payload: patch.payload.as_ref().map(|p| p.bytes.as_ref()),
+                attempt: i32::try_from(current.attempt).map_err(corrupt)?,
+            })
+        })
+        .await
+    }
+
+    pub(crate) async fn retry(&self, id: TaskId) -> Result<Task, StoreError> {
+        self.rewrite(values::id(id), |Locked { current, now, .. }| {
+            if current.state != TaskState::Dead {
+                return Err(StoreError::bad_request("only a dead task can be retried"));
+            }
+            Ok(Rewrite {
+                dead: false,
+                run_at: time(*now)?,
+                priority: None,
+                payload_json: None,
+                payload: None,
+                attempt: 0,
+            })
+        })
+        .await
+    }
+
+    /// Locks task `id`'s row, lets `plan` check the task it shows and say
+    /// what to write, writes it (`sql/rewrite_task.sql`), resolves the
+    /// task's dependents if its last lease ran out and this writes that
+    /// down, and answers the task as written.
+    async fn rewrite<'p>(
+        &self,
+        id: i64,
+        plan: impl FnOnce(&Locked<'_>) -> Result<Rewrite<'p>, StoreError>,
+    ) -> Result<Task, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(db)?;
         let rows = tx.query(&self.sql.lock_task, &[&id]).await.map_err(db)?;
         let row = rows.first().ok_or(StoreError::NotFound)?;
         let stored = StoredTask::from_row(row)?;
         let ends = stored.died_unrecorded() && stored.has_dependents;
-        let current = stored.view()?;
-        if current.state == TaskState::Leased {
-            return Err(StoreError::LeaseHeld);
-        }
-        if let Some(p) = &patch.payload {
-            let max = u64::try_from(row.try_get::<_, i64>("max_payload").map_err(corrupt)?)
-                .map_err(corrupt)?;
-            let size = p.len() as u64;
-            if size > max {
-                return Err(StoreError::PayloadTooLarge { size, max });
-            }
-        }
-        let run_at = match run_at {
-            Some(t) => t,
-            None => time(current.run_at)?,
+        let now = stored.now;
+        let locked = Locked {
+            row,
+            current: stored.view()?,
+            now,
         };
-        let payload_json = patch
-            .payload
-            .as_ref()
-            .map(|p| p.format == PayloadFormat::Json);
-        let payload = patch.payload.as_ref().map(|p| p.bytes.as_ref());
-        let dead = current.state == TaskState::Dead;
-        let attempt = i32::try_from(current.attempt).map_err(corrupt)?;
-        let errors = errors_json(&current.errors);
+        let w = plan(&locked)?;
+        let errors = errors_json(&locked.current.errors);
         let params: [&(dyn ToSql + Sync); 8] = [
             &id,
-            &dead,
-            &run_at,
-            &patch.priority,
-            &payload_json,
-            &payload,
-            &attempt,
+            &w.dead,
+            &w.run_at,
+            &w.priority,
+            &w.payload_json,
+            &w.payload,
+            &w.attempt,
             &errors,
         ];
         let rows = tx
@@ -128,45 +190,6 @@ impl Backend {
         resolve(tx, &self.sql, vec![(id, Ending::Failed)], None)
             .await
             .map_err(Failure::into_store)
-    }
-
-    pub(crate) async fn retry(&self, id: TaskId) -> Result<Task, StoreError> {
-        let id = values::id(id);
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db)?;
-        let rows = tx.query(&self.sql.lock_task, &[&id]).await.map_err(db)?;
-        let row = rows.first().ok_or(StoreError::NotFound)?;
-        let stored = StoredTask::from_row(row)?;
-        let ends = stored.died_unrecorded() && stored.has_dependents;
-        let run_at = time(stored.now)?;
-        let current = stored.view()?;
-        if current.state != TaskState::Dead {
-            return Err(StoreError::bad_request("only a dead task can be retried"));
-        }
-        let errors = errors_json(&current.errors);
-        let none_priority: Option<i16> = None;
-        let none_json: Option<bool> = None;
-        let none_payload: Option<&[u8]> = None;
-        let params: [&(dyn ToSql + Sync); 8] = [
-            &id,
-            &false,
-            &run_at,
-            &none_priority,
-            &none_json,
-            &none_payload,
-            &0i32,
-            &errors,
-        ];
-        let rows = tx
-            .query(&self.sql.rewrite_task, &params)
-            .await
-            .map_err(db)?;
-        let task = rewritten(&tx, &self.sql, &rows).await?;
-        let resolved = self.ended_here(&tx, id, ends).await?;
-        tx.commit().await.map_err(db)?;
-        drop(client);
-        self.announce(&resolved);
-        self.woken_if_ready(task)
     }
 
     /// Answers `task`, rewritten; wakes waiters if it is ready.
