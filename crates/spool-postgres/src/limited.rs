@@ -7,7 +7,9 @@
 //!
 //! It also keeps whether each such queue's last claim took its groups in
 //! turn, so that the next one sends that claim statement with the lock
-//! (`crate::ops::claim_limits`, "One round trip").
+//! (`crate::ops::claim_limits`, "One round trip"), and the queue's gate:
+//! at most [`AT_THE_ROW`] of this process's limited claims of the queue
+//! are at its row's lock at once.
 //!
 //! Only a hint: a queue whose limits were set or removed on another node is
 //! learned of at the next claim, whose statement says which it is. A rate
@@ -22,13 +24,35 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// time.
 pub(crate) type Turn = Arc<tokio::sync::Mutex<()>>;
 
+/// How many of this process's limited claims of one queue may be at the
+/// queue row's lock at once, holding it or queued for it: one holding it
+/// and one queued behind it, so that the row does not wait for this
+/// process's round trip between two claims. The others wait in the process
+/// (`crate::ops::claim_limits`, "Two at the row").
+pub(crate) const AT_THE_ROW: usize = 2;
+
+/// The permits of a queue's row: [`AT_THE_ROW`] of them.
+pub(crate) type Gate = Arc<tokio::sync::Semaphore>;
+
 /// What this process last saw of a queue with limits.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Seen {
     /// Its turn, when it has a rate limit.
     turn: Option<Turn>,
     /// Whether its claims take its groups in turn.
     grouped: bool,
+    /// Its claims' way to the row's lock.
+    gate: Gate,
+}
+
+impl Default for Seen {
+    fn default() -> Self {
+        Seen {
+            turn: None,
+            grouped: false,
+            gate: Arc::new(tokio::sync::Semaphore::new(AT_THE_ROW)),
+        }
+    }
 }
 
 /// The queues this process last saw with limits.
@@ -36,30 +60,34 @@ struct Seen {
 pub(crate) struct LimitedQueues(Mutex<HashMap<String, Seen>>);
 
 impl LimitedQueues {
-    pub(crate) fn contains(&self, queue: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains_key(queue)
-    }
-
-    /// The turn of `queue` if this process last saw it with a rate limit.
-    pub(crate) fn turn(&self, queue: &str) -> Option<Turn> {
+    /// `look` at what this process last saw of `queue`, if it saw it with
+    /// limits.
+    fn seen<T>(&self, queue: &str, look: impl FnOnce(&Seen) -> T) -> Option<T> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(queue)
-            .and_then(|seen| seen.turn.clone())
+            .map(look)
+    }
+
+    pub(crate) fn contains(&self, queue: &str) -> bool {
+        self.seen(queue, |_| ()).is_some()
+    }
+
+    /// The turn of `queue` if this process last saw it with a rate limit.
+    pub(crate) fn turn(&self, queue: &str) -> Option<Turn> {
+        self.seen(queue, |seen| seen.turn.clone()).flatten()
+    }
+
+    /// The gate of `queue`'s row if this process last saw it with limits.
+    pub(crate) fn gate(&self, queue: &str) -> Option<Gate> {
+        self.seen(queue, |seen| seen.gate.clone())
     }
 
     /// Whether this process last saw `queue`'s claims take its groups in
     /// turn.
     pub(crate) fn grouped(&self, queue: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(queue)
-            .is_some_and(|seen| seen.grouped)
+        self.seen(queue, |seen| seen.grouped).unwrap_or(false)
     }
 
     /// Remembers what a claim statement said of `queue`: whether it has
@@ -99,6 +127,23 @@ mod tests {
         assert!(q.turn("a").is_none());
         q.set("a", false, false, false);
         assert!(!q.contains("a"));
+    }
+
+    #[test]
+    fn a_limited_queue_keeps_one_gate_of_two_permits_while_it_stays_limited() {
+        let q = LimitedQueues::default();
+        assert!(
+            q.gate("a").is_none(),
+            "no gate for a queue not seen limited"
+        );
+        q.set("a", true, false, false);
+        let first = q.gate("a");
+        assert!(matches!(&first, Some(g) if g.available_permits() == AT_THE_ROW));
+        q.set("a", true, true, true);
+        let again = q.gate("a");
+        assert!(matches!((&first, &again), (Some(a), Some(b)) if Arc::ptr_eq(a, b)));
+        q.set("a", false, false, false);
+        assert!(q.gate("a").is_none());
     }
 
     #[test]

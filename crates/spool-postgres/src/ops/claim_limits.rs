@@ -34,6 +34,15 @@
 //! lock sends its statements one after the other instead: while another
 //! node holds the row its claim must not run at all.
 //!
+//! Two at the row: at most [`AT_THE_ROW`](crate::limited::AT_THE_ROW) of
+//! this process's claims of a queue wait for its row's lock or hold it
+//! (the queue's gate in [`LimitedQueues`](crate::limited::LimitedQueues));
+//! the others wait in the process, holding no connection. One holding
+//! the row and one queued behind it keep the row busy through this
+//! process's round trips; more only lengthen the row's queue, and with
+//! several nodes each adding theirs the drain ran slower the longer that
+//! queue was (docs/BENCHMARKS.md, "Two at the row").
+//!
 //! The transaction runs again, up to [`ATTEMPTS`] times in all, when a
 //! statement met a row the rotation moved under it (as pooled statements
 //! do, [`crate::db`]): it changed nothing.
@@ -149,6 +158,12 @@ impl Backend {
         queue: &str,
         params: &Params<'_>,
     ) -> Result<Limited, StoreError> {
+        // Held until the transaction is over ("Two at the row"); a queue
+        // not yet seen limited has no gate, and its first claim goes alone.
+        let _at_the_row = match self.limited.gate(queue) {
+            Some(gate) => gate.acquire_owned().await.ok(),
+            None => None,
+        };
         let mut client = self.client().await?;
         let guess = self.limited.grouped(queue);
         let sql = &self.sql;
