@@ -3,6 +3,8 @@
 //! FIFO ids a [`ReadyIndex`] leaves behind (see `super::ready`), and the
 //! front drops those it meets at a lane's head.
 
+use std::ops::Bound;
+
 use spool_core::{TaskState, Timestamp};
 
 use super::entry::flag;
@@ -17,16 +19,30 @@ fn live_in_fifo(tasks: &TaskTable, id: u64, q: u32, p: i16) -> bool {
     })
 }
 
-/// Up to `max` ready tasks of `index` (queue `q`'s) in claim order,
-/// without taking them.
-pub(crate) fn front(tasks: &TaskTable, index: &mut ReadyIndex, q: u32, max: usize) -> Vec<u64> {
-    let mut out = Vec::new();
-    let priorities: Vec<i16> = index.lanes.keys().copied().collect();
-    for p in priorities {
-        if out.len() >= max {
+/// Appends to `out` up to `max` ready tasks of `index` (queue `q`'s) in
+/// claim order, without taking them. Allocates nothing but `out`'s growth:
+/// a grouped claim reads one group's front per turn, a hundred a claim.
+pub(crate) fn front_into(
+    tasks: &TaskTable,
+    index: &mut ReadyIndex,
+    q: u32,
+    max: usize,
+    out: &mut Vec<u64>,
+) {
+    let end = out.len().saturating_add(max);
+    // Lane by lane, lowest priority value first; the next lane is looked up
+    // after this one, since dropping stale ids may remove it.
+    let mut next = index.lanes.keys().next().copied();
+    while let Some(p) = next {
+        if out.len() >= end {
             break;
         }
         drop_stale(tasks, index, q, p);
+        next = index
+            .lanes
+            .range((Bound::Excluded(p), Bound::Unbounded))
+            .next()
+            .map(|(&k, _)| k);
         let Some(lane) = index.lanes.get(&p) else {
             continue;
         };
@@ -38,7 +54,7 @@ pub(crate) fn front(tasks: &TaskTable, index: &mut ReadyIndex, q: u32, max: usiz
             .filter_map(|id| Some((tasks.get(id)?.run_at, id)))
             .peekable();
         let mut side = lane.side.iter().copied().peekable();
-        while out.len() < max {
+        while out.len() < end {
             let next = match (fifo.peek(), side.peek()) {
                 (Some(a), Some(b)) if b < a => side.next(),
                 (Some(_), _) => fifo.next(),
@@ -50,6 +66,13 @@ pub(crate) fn front(tasks: &TaskTable, index: &mut ReadyIndex, q: u32, max: usiz
             }
         }
     }
+}
+
+/// Up to `max` ready tasks of `index` (queue `q`'s) in claim order,
+/// without taking them.
+pub(crate) fn front(tasks: &TaskTable, index: &mut ReadyIndex, q: u32, max: usize) -> Vec<u64> {
+    let mut out = Vec::new();
+    front_into(tasks, index, q, max, &mut out);
     out
 }
 

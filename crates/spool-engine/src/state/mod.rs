@@ -372,37 +372,39 @@ impl State {
             })
             .collect();
         let mut depth = max.div_ceil(turns.len());
-        let fronts = loop {
-            let fronts: Vec<Vec<u64>> = turns
-                .iter()
-                .zip(&room)
-                .map(|(t, &room)| {
-                    let n = depth.min(usize::try_from(room).unwrap_or(usize::MAX));
-                    let index = match t {
-                        Turn::Ungrouped => &mut queue.ready,
-                        Turn::Group(g) => match queue.groups.ready_mut(*g) {
-                            Some(index) => index,
-                            None => return Vec::new(),
-                        },
-                    };
-                    front::front(&self.tasks, index, q, n)
-                })
-                .collect();
-            let found: usize = fronts.iter().map(Vec::len).sum();
-            let deeper = fronts.iter().any(|f| f.len() == depth);
-            if found >= max || !deeper || depth >= max {
-                break fronts;
+        // Each turn's front, one after the other in `ids`; `spans` says
+        // where each turn's starts and ends.
+        let mut ids = Vec::with_capacity(max);
+        let mut spans = Vec::with_capacity(turns.len());
+        loop {
+            ids.clear();
+            spans.clear();
+            for (t, &room) in turns.iter().zip(&room) {
+                let n = depth.min(usize::try_from(room).unwrap_or(usize::MAX));
+                let start = ids.len();
+                let index = match t {
+                    Turn::Ungrouped => Some(&mut queue.ready),
+                    Turn::Group(g) => queue.groups.ready_mut(*g),
+                };
+                if let Some(index) = index {
+                    front::front_into(&self.tasks, index, q, n, &mut ids);
+                }
+                spans.push(start..ids.len());
+            }
+            let deeper = spans.iter().any(|s| s.len() == depth);
+            if ids.len() >= max || !deeper || depth >= max {
+                break;
             }
             depth = (depth * 2).min(max);
-        };
+        }
         let mut out = Vec::with_capacity(max);
         let mut last = None;
         'rounds: for round in 0..depth {
-            for (t, f) in turns.iter().zip(&fronts) {
+            for (t, span) in turns.iter().zip(&spans) {
                 if out.len() >= max {
                     break 'rounds;
                 }
-                if let Some(&id) = f.get(round) {
+                if let Some(&id) = ids[span.clone()].get(round) {
                     out.push(id);
                     last = Some(t);
                 }
