@@ -13,7 +13,7 @@ use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, RateL
 use spool_postgres::PgStore;
 
 use crate::common::{
-    connect, drain_across, fresh_schema, stores_on, test_config, Claimers, DropSchema,
+    admin, connect, drain_across, fresh_schema, stores_on, test_config, Claimers, DropSchema,
 };
 
 const NODES: usize = 3;
@@ -79,6 +79,94 @@ async fn max_leased_holds_across_nodes() {
         MAX,
         "at most, and at last, {MAX} at once"
     );
+}
+
+/// Six claims of one process on a limited queue whose row another
+/// transaction holds: two of them wait at the row's lock, the other four
+/// in the process (README.md, "Two at the row"); once the row is free,
+/// all six are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_process_sends_at_most_two_claims_of_a_queue_to_its_row() {
+    const CLAIMS: usize = 6;
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let settings = QueueSettings {
+        max_leased: Some(1_000),
+        ..QueueSettings::default()
+    };
+    let stores = stores_on(&schema, 1).await;
+    let store = stores[0].clone();
+    let q = QueueName::new("limited").unwrap();
+    store.put_queue(&q, settings.into()).await.unwrap();
+    let batch = (0..CLAIMS + 1)
+        .map(|i| NewTask::new(Payload::binary(i.to_le_bytes().to_vec())))
+        .collect();
+    store.enqueue(&q, batch).await.unwrap();
+    // The first claim teaches the process that the queue is limited.
+    let first = store
+        .claim(ClaimRequest::new(q.clone(), "w"))
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 1);
+
+    let mut holder = admin().await;
+    let tx = holder.transaction().await.unwrap();
+    let locked = format!("SELECT 1 FROM \"{schema}\".queues WHERE name = 'limited' FOR UPDATE");
+    tx.batch_execute(&locked).await.unwrap();
+    let holder_pid: i32 = tx
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let claims: Vec<_> = (0..CLAIMS)
+        .map(|i| {
+            let (store, q) = (store.clone(), q.clone());
+            tokio::spawn(async move {
+                store
+                    .claim(ClaimRequest::new(q, format!("w{i}")))
+                    .await
+                    .unwrap()
+                    .len()
+            })
+        })
+        .collect();
+    let watcher = admin().await;
+    // The sessions waiting behind the holder, directly or behind another
+    // waiter (the row's later waiters queue on its first one).
+    let waiting_at_the_row = || async {
+        let row = watcher
+            .query_one(
+                "WITH RECURSIVE behind(pid) AS ( \
+                     SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) \
+                     UNION \
+                     SELECT a.pid FROM pg_stat_activity a, behind b \
+                     WHERE b.pid = ANY(pg_blocking_pids(a.pid))) \
+                 SELECT count(*) FROM behind",
+                &[&holder_pid],
+            )
+            .await
+            .unwrap();
+        row.get::<_, i64>(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while waiting_at_the_row().await < 2 {
+        assert!(Instant::now() < deadline, "two claims should reach the row");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Time for any more of them to arrive at the row, were they sent.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        waiting_at_the_row().await,
+        2,
+        "two claims at the row, no more"
+    );
+
+    tx.commit().await.unwrap();
+    let mut took = 0;
+    for claim in claims {
+        took += claim.await.unwrap();
+    }
+    assert_eq!(took, CLAIMS, "every claim answered once the row was free");
 }
 
 /// A rate limit of 50 a second (burst 10) holds for twelve claimers on
