@@ -39,6 +39,9 @@ pub(crate) struct Backend {
     /// Queues whose claims go through the limited claim
     /// ([`crate::ops::claim_limits`]).
     pub(crate) limited: LimitedQueues,
+    /// Whether claims that take a queue row's lock release it before their
+    /// commit is flushed ([`crate::early_release`]).
+    pub(crate) release_early: bool,
 }
 
 impl Backend {

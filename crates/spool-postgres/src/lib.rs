@@ -36,6 +36,7 @@ mod backend;
 mod config;
 mod db;
 mod deps;
+mod early_release;
 mod error;
 #[cfg(test)]
 mod expire_race;

@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 
 use crate::backend::Backend;
 use crate::config::PgConfig;
+use crate::early_release;
 use crate::error::PgError;
 use crate::floor::Floors;
 use crate::limited::LimitedQueues;
@@ -129,13 +130,14 @@ impl PgStore {
             .create_timeout(Some(config.connect_timeout))
             .recycle_timeout(Some(config.connect_timeout))
             .build()?;
-        {
+        let release_early = {
             let mut client = pool
                 .get()
                 .await
                 .map_err(|e| PgError::Connect(e.to_string()))?;
             migrate::run(&mut client, &schema).await?;
-        }
+            early_release::probe(&**client).await
+        };
         let backend = Arc::new(Backend {
             pool,
             sql: Sql::new(&schema),
@@ -146,6 +148,7 @@ impl PgStore {
             notifier: Arc::new(Notifier::default()),
             claimed_since_vacuum: AtomicU64::new(0),
             limited: LimitedQueues::default(),
+            release_early,
         });
         let listener = tokio::spawn(wake::listen(
             pg,

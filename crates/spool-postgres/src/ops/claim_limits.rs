@@ -34,6 +34,12 @@
 //! lock sends its statements one after the other instead: while another
 //! node holds the row its claim must not run at all.
 //!
+//! Early lock release: the transaction commits without waiting for its
+//! flush, which lets go of the row as soon as the commit record is
+//! written, and the claim answers only after [`FLUSH`] has made it
+//! durable ([`crate::early_release`]); on a server where that cannot run,
+//! it commits synchronously.
+//!
 //! Two at the row: at most [`AT_THE_ROW`](crate::limited::AT_THE_ROW) of
 //! this process's claims of a queue wait for its row's lock or hold it
 //! (the queue's gate in [`LimitedQueues`](crate::limited::LimitedQueues));
@@ -63,6 +69,7 @@ use tokio_postgres::Row;
 
 use crate::backend::Backend;
 use crate::db::{moved_under_it, Db, Params, ATTEMPTS};
+use crate::early_release::{ASYNC_COMMIT, BEGIN_ASYNC, FLUSH};
 use crate::error::{corrupt, db};
 use crate::sql::Sql;
 
@@ -166,12 +173,16 @@ impl Backend {
         };
         let mut client = self.client().await?;
         let guess = self.limited.grouped(queue);
-        let sql = &self.sql;
+        let run = Run {
+            sql: &self.sql,
+            params,
+            release_early: self.release_early,
+        };
         let pipelined = Sending::Pipelined { grouped: guess };
-        let taken = match transaction(&mut client, sql, params, pipelined).await? {
+        let taken = match transaction(&mut client, &run, pipelined).await? {
             Some((_, grouped)) if grouped != guess => {
-                let lock = &sql.lock_limited_queue;
-                transaction(&mut client, sql, params, Sending::InTurn { lock }).await?
+                let lock = &self.sql.lock_limited_queue;
+                transaction(&mut client, &run, Sending::InTurn { lock }).await?
             }
             taken => taken,
         };
@@ -194,9 +205,13 @@ impl Backend {
         params: &Params<'_>,
     ) -> Result<Option<Limited>, StoreError> {
         let mut client = self.client().await?;
+        let run = Run {
+            sql: &self.sql,
+            params,
+            release_early: self.release_early,
+        };
         let lock = &self.sql.try_lock_limited_queue;
-        let send = Sending::InTurn { lock };
-        let taken = transaction(&mut client, &self.sql, params, send).await?;
+        let taken = transaction(&mut client, &run, Sending::InTurn { lock }).await?;
         taken.map(|taken| self.remember(queue, taken)).transpose()
     }
 
@@ -234,21 +249,50 @@ enum Sending<'a> {
     InTurn { lock: &'a str },
 }
 
+/// What every limited claim's transaction runs with.
+struct Run<'a, 'p, 'v> {
+    sql: &'a Sql,
+    params: &'p Params<'v>,
+    /// Whether it commits without waiting for the flush, and flushes after
+    /// ([`crate::early_release`]).
+    release_early: bool,
+}
+
+impl Run<'_, '_, '_> {
+    /// What the transaction begins with.
+    fn begin(&self) -> &'static str {
+        if self.release_early {
+            BEGIN_ASYNC
+        } else {
+            "BEGIN"
+        }
+    }
+
+    /// Waits until the committed transaction is durable, if its commit did
+    /// not.
+    async fn flushed(
+        &self,
+        client: &deadpool_postgres::Client,
+    ) -> Result<(), tokio_postgres::Error> {
+        if self.release_early {
+            client.batch_execute(FLUSH).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Runs the transaction, again, up to [`ATTEMPTS`] times in all, while it
 /// meets a row the rotation moved under it.
 async fn transaction(
     client: &mut deadpool_postgres::Client,
-    sql: &Sql,
-    params: &Params<'_>,
+    run: &Run<'_, '_, '_>,
     send: Sending<'_>,
 ) -> Result<Taken, StoreError> {
     let mut attempt = 1;
     loop {
         let done = match send {
-            Sending::Pipelined { grouped } => {
-                pipelined_transaction(client, sql, params, grouped).await
-            }
-            Sending::InTurn { lock } => limited_transaction(client, sql, lock, params).await,
+            Sending::Pipelined { grouped } => pipelined_transaction(client, run, grouped).await,
+            Sending::InTurn { lock } => limited_transaction(client, run, lock).await,
         };
         match done {
             Err(e) if attempt < ATTEMPTS && moved_under_it(&e) => attempt += 1,
@@ -258,25 +302,26 @@ async fn transaction(
 }
 
 /// Sends `BEGIN`, the waiting lock, the claim for a queue with groups when
-/// `grouped`, for one without otherwise, and `COMMIT`, all at once: the
-/// client sends each request as it is first polled, and `join4` polls
-/// them in this order. Answers what the lock statement said of the queue;
-/// when it says otherwise than `grouped`, the claim took nothing
+/// `grouped`, for one without otherwise, `COMMIT` and, when the commit
+/// does not wait for its flush, the flush, all at once: the client sends
+/// each request as it is first polled, and `join5` polls them in this
+/// order. Answers what the lock statement said of the queue; when it says
+/// otherwise than `grouped`, the claim took nothing
 /// (`sql/claim_limited.sql`).
 async fn pipelined_transaction(
     client: &deadpool_postgres::Client,
-    sql: &Sql,
-    params: &Params<'_>,
+    run: &Run<'_, '_, '_>,
     grouped: bool,
 ) -> Result<Taken, tokio_postgres::Error> {
-    let lock = client.prepare_cached(&sql.lock_limited_queue).await?;
-    let (claim, claim_params) = claim_for(sql, params, grouped);
+    let lock = client.prepare_cached(&run.sql.lock_limited_queue).await?;
+    let (claim, claim_params) = claim_for(run.sql, run.params, grouped);
     let claim = client.prepare_cached(claim).await?;
-    let (begun, locked, rows, committed) = futures::future::join4(
-        client.batch_execute("BEGIN"),
-        tokio_postgres::Client::query(client, &lock, &params[..1]),
+    let (begun, locked, rows, committed, flushed) = futures::future::join5(
+        client.batch_execute(run.begin()),
+        tokio_postgres::Client::query(client, &lock, &run.params[..1]),
         tokio_postgres::Client::query(client, &claim, claim_params),
         client.batch_execute("COMMIT"),
+        run.flushed(client),
     )
     .await;
     // The first failure is the cause; the statements after it failed
@@ -285,6 +330,7 @@ async fn pipelined_transaction(
     let locked = locked?;
     let rows = rows?;
     committed?;
+    flushed?;
     let Some(row) = locked.first() else {
         return Ok(None);
     };
@@ -296,20 +342,23 @@ async fn pipelined_transaction(
 /// Rolled back if the lock statement answered no row.
 async fn limited_transaction(
     client: &mut deadpool_postgres::Client,
-    sql: &Sql,
+    run: &Run<'_, '_, '_>,
     lock: &str,
-    params: &Params<'_>,
 ) -> Result<Taken, tokio_postgres::Error> {
     let tx = client.transaction().await?;
-    let locked = tx.query(lock, &params[..1]).await?;
+    if run.release_early {
+        tx.batch_execute(ASYNC_COMMIT).await?;
+    }
+    let locked = tx.query(lock, &run.params[..1]).await?;
     let Some(row) = locked.first() else {
         tx.rollback().await?;
         return Ok(None);
     };
     let grouped: bool = row.try_get("grouped")?;
-    let (claim, claim_params) = claim_for(sql, params, grouped);
+    let (claim, claim_params) = claim_for(run.sql, run.params, grouped);
     let rows = tx.query(claim, claim_params).await?;
     tx.commit().await?;
+    run.flushed(client).await?;
     Ok(Some((rows, grouped)))
 }
 

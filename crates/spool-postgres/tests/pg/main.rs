@@ -11,6 +11,7 @@ mod common;
 mod ack_race;
 mod conformance;
 mod deps;
+mod early_release;
 mod groups;
 mod held_horizon;
 mod limits;
