@@ -41,7 +41,8 @@
 //! it commits synchronously.
 //!
 //! Two at the row: at most [`AT_THE_ROW`](crate::limited::AT_THE_ROW) of
-//! this process's claims of a queue wait for its row's lock or hold it
+//! this process's claims of a queue wait for its row's lock or hold it,
+//! from before their BEGIN until their COMMIT answers
 //! (the queue's gate in [`LimitedQueues`](crate::limited::LimitedQueues));
 //! the others wait in the process, holding no connection. One holding
 //! the row and one queued behind it keep the row busy through this
@@ -62,9 +63,11 @@
 //! otherwise (`throttled`, `sql/ready_waits.sql`, asked only then), which
 //! [`Backend::claim`] counts as `spool_claims_throttled_total`.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use spool_core::StoreError;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_postgres::Row;
 
 use crate::backend::Backend;
@@ -165,9 +168,10 @@ impl Backend {
         queue: &str,
         params: &Params<'_>,
     ) -> Result<Limited, StoreError> {
-        // Held until the transaction is over ("Two at the row"); a queue
-        // not yet seen limited has no gate, and its first claim goes alone.
-        let _at_the_row = match self.limited.gate(queue) {
+        // Held until the transaction has committed ("Two at the row"); a
+        // queue not yet seen limited has no gate, and its first claim goes
+        // alone.
+        let at_the_row = match self.limited.gate(queue) {
             Some(gate) => gate.acquire_owned().await.ok(),
             None => None,
         };
@@ -177,6 +181,7 @@ impl Backend {
             sql: &self.sql,
             params,
             release_early: self.release_early,
+            at_the_row: Mutex::new(at_the_row),
         };
         let pipelined = Sending::Pipelined { grouped: guess };
         let taken = match transaction(&mut client, &run, pipelined).await? {
@@ -209,6 +214,7 @@ impl Backend {
             sql: &self.sql,
             params,
             release_early: self.release_early,
+            at_the_row: Mutex::new(None),
         };
         let lock = &self.sql.try_lock_limited_queue;
         let taken = transaction(&mut client, &run, Sending::InTurn { lock }).await?;
@@ -256,6 +262,11 @@ struct Run<'a, 'p, 'v> {
     /// Whether it commits without waiting for the flush, and flushes after
     /// ([`crate::early_release`]).
     release_early: bool,
+    /// Its permit of the queue's gate ("Two at the row"), given back once
+    /// COMMIT has answered: from then on the claim waits for its flush, not
+    /// at the row. (The rare transaction run again after meeting a moved
+    /// row goes without it.)
+    at_the_row: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
 impl Run<'_, '_, '_> {
@@ -266,6 +277,15 @@ impl Run<'_, '_, '_> {
         } else {
             "BEGIN"
         }
+    }
+
+    /// Gives the permit back, if the claim holds one.
+    fn left_the_row(&self) {
+        let permit = match self.at_the_row.lock() {
+            Ok(mut held) => held.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        drop(permit);
     }
 
     /// Waits until the committed transaction is durable, if its commit did
@@ -320,7 +340,11 @@ async fn pipelined_transaction(
         client.batch_execute(run.begin()),
         tokio_postgres::Client::query(client, &lock, &run.params[..1]),
         tokio_postgres::Client::query(client, &claim, claim_params),
-        client.batch_execute("COMMIT"),
+        async {
+            let committed = client.batch_execute("COMMIT").await;
+            run.left_the_row();
+            committed
+        },
         run.flushed(client),
     )
     .await;
@@ -358,6 +382,7 @@ async fn limited_transaction(
     let (claim, claim_params) = claim_for(run.sql, run.params, grouped);
     let rows = tx.query(claim, claim_params).await?;
     tx.commit().await?;
+    run.left_the_row();
     run.flushed(client).await?;
     Ok(Some((rows, grouped)))
 }
