@@ -25,11 +25,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub(crate) type Turn = Arc<tokio::sync::Mutex<()>>;
 
 /// How many of this process's limited claims of one queue may be at the
-/// queue row's lock at once, holding it or queued for it: one holding it
-/// and one queued behind it, so that the row does not wait for this
-/// process's round trip between two claims. The others wait in the process
-/// (`crate::ops::claim_limits`, "Two at the row").
-pub(crate) const AT_THE_ROW: usize = 2;
+/// queue row's lock at once, holding it or queued for it: one. The others
+/// wait in the process (`crate::ops::claim_limits`, "One at the row").
+pub(crate) const AT_THE_ROW: usize = 1;
 
 /// The permits of a queue's row: [`AT_THE_ROW`] of them.
 pub(crate) type Gate = Arc<tokio::sync::Semaphore>;

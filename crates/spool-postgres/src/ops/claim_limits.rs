@@ -40,15 +40,14 @@
 //! durable ([`crate::early_release`]); on a server where that cannot run,
 //! it commits synchronously.
 //!
-//! Two at the row: at most [`AT_THE_ROW`](crate::limited::AT_THE_ROW) of
-//! this process's claims of a queue wait for its row's lock or hold it,
-//! from before their BEGIN until their COMMIT answers
-//! (the queue's gate in [`LimitedQueues`](crate::limited::LimitedQueues));
-//! the others wait in the process, holding no connection. One holding
-//! the row and one queued behind it keep the row busy through this
-//! process's round trips; more only lengthen the row's queue, and with
-//! several nodes each adding theirs the drain ran slower the longer that
-//! queue was (docs/BENCHMARKS.md, "Two at the row").
+//! One at the row: at most [`AT_THE_ROW`](crate::limited::AT_THE_ROW) (one)
+//! of this process's claims of a queue waits for its row's lock or holds
+//! it, from before its BEGIN until its COMMIT answers (the queue's gate
+//! in [`LimitedQueues`](crate::limited::LimitedQueues)); the others wait
+//! in the process, holding no connection. More only lengthen the row's
+//! queue, and with several nodes each adding theirs the drain ran slower
+//! the longer that queue was (docs/BENCHMARKS.md, "Two at the row", "One
+//! at the row").
 //!
 //! The transaction runs again, up to [`ATTEMPTS`] times in all, when a
 //! statement met a row the rotation moved under it (as pooled statements
@@ -168,7 +167,7 @@ impl Backend {
         queue: &str,
         params: &Params<'_>,
     ) -> Result<Limited, StoreError> {
-        // Held until the transaction has committed ("Two at the row"); a
+        // Held until the transaction has committed ("One at the row"); a
         // queue not yet seen limited has no gate, and its first claim goes
         // alone.
         let at_the_row = match self.limited.gate(queue) {
@@ -262,7 +261,7 @@ struct Run<'a, 'p, 'v> {
     /// Whether it commits without waiting for the flush, and flushes after
     /// ([`crate::early_release`]).
     release_early: bool,
-    /// Its permit of the queue's gate ("Two at the row"), given back once
+    /// Its permit of the queue's gate ("One at the row"), given back once
     /// COMMIT has answered: from then on the claim waits for its flush, not
     /// at the row. (The rare transaction run again after meeting a moved
     /// row goes without it.)
