@@ -39,7 +39,7 @@ pub(crate) struct Backend {
     /// Queues whose claims go through the limited claim
     /// ([`crate::ops::claim_limits`]).
     pub(crate) limited: LimitedQueues,
-    /// Whether claims that take a queue row's lock release it before their
+    /// Whether claims that take a queue's lock release it before their
     /// commit is flushed ([`crate::early_release`]).
     pub(crate) release_early: bool,
 }

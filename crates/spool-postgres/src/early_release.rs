@@ -1,9 +1,12 @@
-//! Early lock release: a claim that holds a queue row's lock lets go of it
-//! before its commit is flushed, and answers only once it is.
+//! Early lock release: a claim that holds a lock the other claims of its
+//! queue wait for lets go of it before its commit is flushed, and answers
+//! only once it is.
 //!
 //! Why: the limited and grouped claims of a queue take turns on its row
-//! (`sql/lock_limited_queue.sql`), so their drain is bounded by how long
-//! each one holds it, and a synchronous COMMIT holds every lock until its
+//! (`sql/lock_limited_queue.sql`), and under the global acquire lock
+//! (`sql/claim_global.sql`) all claims of a queue take turns on its
+//! advisory lock, so their drain is bounded by how long each one holds
+//! it, and a synchronous COMMIT holds every lock until its
 //! WAL is on disk: measured during a grouped drain, 1.15 ms of a 6.67-ms
 //! hold on average (docs/BENCHMARKS.md, "The claim bound before the
 //! lock"), while the next claim waited with nothing to do.
@@ -28,6 +31,7 @@
 //!   built on it. A claim lost this way was answered to nobody; its tasks
 //!   are as they were before it. Only reads (a task's view, stats) may
 //!   show such a lease for the moment before it is flushed;
+//! - a claim that took nothing wrote nothing, and needs no flush;
 //! - on a server where [`FLUSH`] may not run (its function revoked), the
 //!   store finds out at connect ([`probe`]) and such claims commit
 //!   synchronously, as every other transaction does.
@@ -46,16 +50,16 @@ pub(crate) const BEGIN_ASYNC: &str = "BEGIN; SET LOCAL synchronous_commit = off"
 /// which a commit does not wait for a flush.
 pub(crate) const FLUSH: &str = "SELECT pg_logical_emit_message(true, 'spool', 'flush')";
 
-/// Whether claims that take a queue row's lock may release it before their
-/// flush: whether [`FLUSH`] runs on this server for this role.
+/// Whether claims may release their queue's lock before their flush:
+/// whether [`FLUSH`] runs on this server for this role.
 pub(crate) async fn probe(client: &impl GenericClient) -> bool {
     match client.simple_query(FLUSH).await {
         Ok(_) => true,
         Err(e) => {
             tracing::warn!(
                 error = %e,
-                "pg_logical_emit_message may not run here; claims on queues with limits or groups \
-                 hold their queue's row until their commit is flushed"
+                "pg_logical_emit_message may not run here; claims that take a queue's lock \
+                 hold it until their commit is flushed"
             );
             false
         }

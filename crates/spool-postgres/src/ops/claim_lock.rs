@@ -7,7 +7,9 @@
 //! round trip. The lock is tried rather than waited for, so a claimer that
 //! loses holds no connection while it backs off and cannot pile up behind
 //! the holder in the server; the holder releases it when its statement
-//! commits, a few milliseconds later.
+//! commits, a few milliseconds later, without waiting for the commit's
+//! flush, which comes before the claim answers
+//! ([`crate::early_release`]).
 
 use std::time::Duration;
 
@@ -17,7 +19,8 @@ use tokio::time::Instant;
 use tokio_postgres::Row;
 
 use crate::backend::Backend;
-use crate::db::{Db, Params};
+use crate::db::{moved_under_it, Db, Params, ATTEMPTS};
+use crate::early_release::{BEGIN_ASYNC, FLUSH};
 use crate::error::{corrupt, db};
 
 /// The first pause after losing the lock, and the longest: a holder's
@@ -39,10 +42,7 @@ impl Backend {
         loop {
             let rows = {
                 let client = self.client().await?;
-                client
-                    .query(&self.sql.claim_global, params)
-                    .await
-                    .map_err(db)?
+                self.claim_global(&client, params).await.map_err(db)?
             };
             // No row: the queue is paused or unknown, nothing to claim.
             let locked = match rows.first() {
@@ -64,4 +64,50 @@ impl Backend {
             pause = (pause * 2).min(BACKOFF_MAX);
         }
     }
+
+    /// One try of the claim under the lock, run again while it meets a row
+    /// the rotation moved under it. With early release
+    /// ([`crate::early_release`]) it runs in a transaction that commits
+    /// without waiting for its flush, so the lock is free for the next
+    /// claimer once the commit record is written, and flushes after it
+    /// when it claimed anything.
+    async fn claim_global(
+        &self,
+        client: &deadpool_postgres::Client,
+        params: &Params<'_>,
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        if !self.release_early {
+            return client.query(&self.sql.claim_global, params).await;
+        }
+        let claim = client.prepare_cached(&self.sql.claim_global).await?;
+        let mut attempt = 1;
+        loop {
+            let (begun, rows, committed) = futures::future::join3(
+                client.batch_execute(BEGIN_ASYNC),
+                tokio_postgres::Client::query(client, &claim, params),
+                client.batch_execute("COMMIT"),
+            )
+            .await;
+            begun?;
+            match rows {
+                Err(e) if attempt < ATTEMPTS && moved_under_it(&e) => {
+                    committed?;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+                Ok(rows) => {
+                    committed?;
+                    if rows.iter().any(claimed) {
+                        client.batch_execute(FLUSH).await?;
+                    }
+                    return Ok(rows);
+                }
+            }
+        }
+    }
+}
+
+/// Whether a row of the claim's answer is a claimed task.
+fn claimed(row: &Row) -> bool {
+    matches!(row.try_get::<_, Option<i64>>("n"), Ok(Some(_)))
 }
