@@ -31,7 +31,10 @@
 //!   built on it. A claim lost this way was answered to nobody; its tasks
 //!   are as they were before it. Only reads (a task's view, stats) may
 //!   show such a lease for the moment before it is flushed;
-//! - a claim that took nothing wrote nothing, and needs no flush;
+//! - a claim under the global acquire lock that took nothing wrote
+//!   nothing, and needs no flush; a limited claim flushes always, since
+//!   its flush goes out with its statements and even an empty one may
+//!   have spent the bucket or made due tasks ready;
 //! - on a server where [`FLUSH`] may not run (its function revoked), the
 //!   store finds out at connect ([`probe`]) and such claims commit
 //!   synchronously, as every other transaction does.
