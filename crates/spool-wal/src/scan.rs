@@ -1,7 +1,8 @@
 //! Walking the records of one segment, and telling a torn tail from
 //! corruption where the valid records stop.
 //!
-//! The rule (ENGINE.md, Recovery): only one batch is ever unsynced, so
+//! The rule (docs/log-format.md, "Recovery rules"): only one batch is ever
+//! unsynced, so
 //! - in any segment but the newest, every byte was synced: an invalid record
 //!   there is corruption;
 //! - in the newest, an invalid record followed by a valid batch marker means
