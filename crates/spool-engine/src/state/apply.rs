@@ -284,9 +284,6 @@ mod tests {
 
     use std::sync::Arc;
 
-    use spool_core::Payload;
-    use spool_wal::LogPos;
-
     use super::*;
     use crate::ops::{Claimed, Settlement};
 
@@ -294,26 +291,7 @@ mod tests {
     const ID: u64 = 1;
 
     fn enqueued() -> State {
-        let mut state = State::new();
-        let op = Op::Enqueue {
-            now: T,
-            queue: QueueName::new("q").unwrap(),
-            tasks: vec![NewEntry {
-                id: ID,
-                kind: Kind::new("k").unwrap(),
-                payload: Payload::binary(vec![1]),
-                priority: 0,
-                run_at: T,
-                key: None,
-                max_attempts: 10,
-                lease_ms: None,
-                traceparent: None,
-                group: None,
-                deps: None,
-            }],
-        };
-        state.apply(&op, &[PayloadRef::new(LogPos { seq: 1, offset: 64 })]);
-        state
+        State::with_one_task(ID, T, None, None)
     }
 
     fn claim(token: u64) -> Op {

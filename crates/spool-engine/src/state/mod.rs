@@ -17,6 +17,8 @@ pub(crate) mod entry;
 mod front;
 pub(crate) mod groups;
 mod keys;
+#[cfg(test)]
+mod one_task;
 mod query;
 pub(crate) mod queue;
 mod ready;
