@@ -9,8 +9,8 @@ use spool_wal::LogPos;
 use crate::codec::{DecodeError, Reader};
 
 use super::fields::{
-    read_follow, read_name, read_new_entry, read_opt_u64, read_results, read_task_payload, ts,
-    NEW_ENTRY_MIN_LEN,
+    read_follow, read_name, read_new_entry, read_opt, read_opt_u64, read_results,
+    read_task_payload, ts, NEW_ENTRY_MIN_LEN,
 };
 use super::settings::{read_schedule_spec, read_settings};
 use super::{
@@ -96,17 +96,7 @@ impl Op {
             kind::UPDATE => {
                 let now = ts(&mut r, "now")?;
                 let id = r.u64("id")?;
-                let at = r.position();
-                let payload = match r.u8("has payload")? {
-                    0 => None,
-                    1 => Some(read_task_payload(&mut r, spans)?),
-                    _ => {
-                        return Err(DecodeError {
-                            what: "has payload",
-                            at,
-                        })
-                    }
-                };
+                let payload = read_opt(&mut r, "has payload", |r| read_task_payload(r, spans))?;
                 let run_at = read_opt_u64(&mut r, "run_at")?.map(|v| Timestamp(v as i64));
                 let priority = read_opt_u64(&mut r, "priority")?.map(|v| v as u16 as i16);
                 Op::Update {
@@ -169,17 +159,7 @@ impl Op {
                 let name = read_name(&mut r, "schedule", Kind::new)?;
                 let tick = ts(&mut r, "tick")?;
                 let queue = read_name(&mut r, "queue", QueueName::new)?;
-                let at = r.position();
-                let task = match r.u8("has task")? {
-                    0 => None,
-                    1 => Some(read_new_entry(&mut r, spans)?),
-                    _ => {
-                        return Err(DecodeError {
-                            what: "has task",
-                            at,
-                        })
-                    }
-                };
+                let task = read_opt(&mut r, "has task", |r| read_new_entry(r, spans))?;
                 Op::Fire {
                     now,
                     name,

@@ -55,17 +55,7 @@ pub(super) fn read_task_payload(
     r: &mut Reader<'_>,
     spans: &mut Vec<Span>,
 ) -> Result<Payload, DecodeError> {
-    let at = r.position();
-    let format = match r.u8("payload format")? {
-        0 => PayloadFormat::Binary,
-        1 => PayloadFormat::Json,
-        _ => {
-            return Err(DecodeError {
-                what: "payload format",
-                at,
-            })
-        }
-    };
+    let format = read_payload_format(r)?;
     spans.push(Span {
         offset: r.position() as u32,
     });
@@ -370,33 +360,45 @@ pub(crate) fn ts(r: &mut Reader<'_>, what: &'static str) -> Result<Timestamp, De
 }
 
 pub(crate) fn read_payload(r: &mut Reader<'_>) -> Result<Payload, DecodeError> {
-    let at = r.position();
-    let format = match r.u8("payload format")? {
-        0 => PayloadFormat::Binary,
-        1 => PayloadFormat::Json,
-        _ => {
-            return Err(DecodeError {
-                what: "payload format",
-                at,
-            })
-        }
-    };
+    let format = read_payload_format(r)?;
     Ok(Payload {
         format,
         bytes: r.owned_bytes("payload")?,
     })
 }
 
+/// A payload's format byte: 0 binary, 1 JSON.
+fn read_payload_format(r: &mut Reader<'_>) -> Result<PayloadFormat, DecodeError> {
+    let at = r.position();
+    match r.u8("payload format")? {
+        0 => Ok(PayloadFormat::Binary),
+        1 => Ok(PayloadFormat::Json),
+        _ => Err(DecodeError {
+            what: "payload format",
+            at,
+        }),
+    }
+}
+
+/// A field that may be absent: a byte, 0 for none, 1 for `read` to follow.
+pub(crate) fn read_opt<'a, T>(
+    r: &mut Reader<'a>,
+    what: &'static str,
+    read: impl FnOnce(&mut Reader<'a>) -> Result<T, DecodeError>,
+) -> Result<Option<T>, DecodeError> {
+    let at = r.position();
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => read(r).map(Some),
+        _ => Err(DecodeError { what, at }),
+    }
+}
+
 pub(crate) fn read_opt_u64(
     r: &mut Reader<'_>,
     what: &'static str,
 ) -> Result<Option<u64>, DecodeError> {
-    let at = r.position();
-    match r.u8(what)? {
-        0 => Ok(None),
-        1 => Ok(Some(r.u64(what)?)),
-        _ => Err(DecodeError { what, at }),
-    }
+    read_opt(r, what, |r| r.u64(what))
 }
 
 pub(crate) fn read_name<T>(

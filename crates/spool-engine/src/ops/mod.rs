@@ -22,8 +22,8 @@ mod settings;
 mod tests;
 
 pub(crate) use fields::{
-    put_deps, put_opt_u64, put_results, put_ts, read_deps, read_name, read_opt_u64, read_results,
-    read_traceparent, ts,
+    put_deps, put_opt_u64, put_results, put_ts, read_deps, read_name, read_opt, read_opt_u64,
+    read_results, read_traceparent, ts,
 };
 pub(crate) use settings::{put_schedule_spec, put_settings, read_schedule_spec, read_settings};
 

@@ -188,21 +188,13 @@ fn load_extra(
     } else {
         Some(TaskKey::new(key).map_err(|_| DecodeError { what: "key", at })?)
     };
-    let lease_at = r.position();
-    let lease = match r.u8("lease")? {
-        0 => None,
-        1 => Some(LeaseSlot {
+    let lease = ops::read_opt(r, "lease", |r| {
+        Ok(LeaseSlot {
             owner: Arc::from(r.str("owner")?),
             token: r.u64("token")?,
             expires_at: ops::ts(r, "expires_at")?,
-        }),
-        _ => {
-            return Err(DecodeError {
-                what: "lease",
-                at: lease_at,
-            })
-        }
-    };
+        })
+    })?;
     let n = r.count("errors", 16)?;
     let mut errors = Vec::with_capacity(n);
     for _ in 0..n {
