@@ -11,6 +11,7 @@ use spool_server::resp::frame::{parse, take, FrameLimits};
 fuzz_target!(|data: &[u8]| {
     let limits = FrameLimits {
         max_bulk: 4096,
+        max_frame: 16384,
         max_args: 64,
         max_inline: 4096,
     };

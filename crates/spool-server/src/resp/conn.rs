@@ -7,13 +7,15 @@
 //! buffers, not the server's memory.
 //!
 //! Timeouts: a connection with nothing buffered is closed after
-//! `idle_timeout` of silence; one holding part of a command, after
-//! `partial_timeout`, with an error. A malformed frame is answered with a
+//! `idle_timeout` of silence; one holding part of a command, with an error,
+//! once `partial_timeout` has passed since that command's first byte
+//! arrived, however it trickles in meanwhile. A malformed frame is answered with a
 //! `BAD_REQUEST` error, after the complete commands before it, and the
 //! connection is closed: nothing of the malformed frame ran.
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
 use super::exec::{self, Session};
 use super::frame::{self, FrameLimits};
@@ -36,18 +38,23 @@ pub(super) async fn serve<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    // A command carries at most what one HTTP request may.
     let frames = FrameLimits {
         max_bulk: st.config().max_body,
+        max_frame: st.config().max_body,
         ..limits.frame
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = BytesMut::with_capacity(READ_CHUNK);
+    // When the first byte of the command the buffer holds part of arrived.
+    let mut partial_since: Option<Instant> = None;
     loop {
         let mut round = Vec::new();
         let mut broken = None;
         while round.len() < limits.max_pipeline {
             match frame::parse(&buf, &frames) {
                 Ok(Some(f)) => {
+                    partial_since = None;
                     let args = frame::take(&mut buf, &f);
                     if !args.is_empty() {
                         round.push(args);
@@ -72,14 +79,15 @@ where
         if let Some(e) = broken {
             return refuse(&mut io, session.proto, &format!("protocol error: {e}")).await;
         }
-        let (limit, partial) = if buf.is_empty() {
-            (limits.idle_timeout, false)
+        let partial = !buf.is_empty();
+        let deadline = if partial {
+            *partial_since.get_or_insert_with(Instant::now) + limits.partial_timeout
         } else {
-            (limits.partial_timeout, true)
+            Instant::now() + limits.idle_timeout
         };
         buf.reserve(READ_CHUNK);
         let read = tokio::select! {
-            r = tokio::time::timeout(limit, io.read_buf(&mut buf)) => r,
+            r = tokio::time::timeout_at(deadline, io.read_buf(&mut buf)) => r,
             _ = closing.changed(), if !partial => return io.shutdown().await,
         };
         match read {

@@ -11,7 +11,7 @@
 //! frame is either complete (`Some`), incomplete (`None`: read more), or
 //! refused with a [`FrameError`] as soon as a declared length or count is
 //! over its limit, so a client cannot make the server buffer more than one
-//! frame of at most `max_bulk` bytes per argument.
+//! frame of at most `max_frame` bytes of arguments, none over `max_bulk`.
 
 use std::ops::Range;
 
@@ -22,6 +22,9 @@ use bytes::{Bytes, BytesMut};
 pub struct FrameLimits {
     /// Largest bulk string (argument), in bytes.
     pub max_bulk: usize,
+    /// Most bytes the bulk strings of one frame may declare together: what
+    /// a command may make the server buffer before it runs.
+    pub max_frame: usize,
     /// Most arguments in one command, its name included.
     pub max_args: usize,
     /// Longest inline command line, in bytes.
@@ -32,6 +35,7 @@ impl Default for FrameLimits {
     fn default() -> Self {
         FrameLimits {
             max_bulk: 16 * 1024 * 1024,
+            max_frame: 16 * 1024 * 1024,
             // A full `ENQUEUEBATCH`: 21 words per task (`TASK`, the payload
             // and every option once), and the `AFTER`s of one task that
             // waits for the most tasks it may (a batch's callback).
@@ -71,6 +75,13 @@ pub enum FrameError {
     BulkTooLarge {
         /// The length the client declared.
         len: u64,
+        /// The limit, in bytes.
+        max: usize,
+    },
+    /// The bulk strings declared so far add up to more than
+    /// [`FrameLimits::max_frame`] bytes.
+    #[error("a command of more than {max} bytes of arguments exceeds the limit")]
+    FrameTooLarge {
         /// The limit, in bytes.
         max: usize,
     },
@@ -126,6 +137,7 @@ fn parse_array(buf: &[u8], limits: &FrameLimits) -> Result<Option<Frame>, FrameE
     // The count is the client's word: reserve for it only as the
     // arguments actually arrive.
     let mut args = Vec::with_capacity((count as usize).min(1024));
+    let mut declared: u64 = 0;
     for _ in 0..count {
         match buf.get(pos) {
             None => return Ok(None),
@@ -140,6 +152,12 @@ fn parse_array(buf: &[u8], limits: &FrameLimits) -> Result<Option<Frame>, FrameE
             return Err(FrameError::BulkTooLarge {
                 len,
                 max: limits.max_bulk,
+            });
+        }
+        declared += len;
+        if declared > limits.max_frame as u64 {
+            return Err(FrameError::FrameTooLarge {
+                max: limits.max_frame,
             });
         }
         let end = start + len as usize;
@@ -242,6 +260,7 @@ mod tests {
     fn words(input: &[u8]) -> Result<Option<Vec<Vec<u8>>>, FrameError> {
         let limits = FrameLimits {
             max_bulk: 8,
+            max_frame: 12,
             max_args: 4,
             max_inline: 32,
         };
@@ -278,6 +297,15 @@ mod tests {
             words(b"*1\r\n$9\r\n"),
             Err(FrameError::BulkTooLarge { .. })
         ));
+        // Each argument within its limit, together over the frame's, and
+        // refused before the third is read.
+        assert_eq!(
+            words(b"*3\r\n$8\r\nabcdefgh\r\n$4\r\nabcd\r\n$1\r\n"),
+            Err(FrameError::FrameTooLarge { max: 12 })
+        );
+        assert!(words(b"*2\r\n$8\r\nabcdefgh\r\n$4\r\nabcd\r\n")
+            .unwrap()
+            .is_some());
         assert_eq!(words(b"*1\r\n$-1\r\n"), Err(FrameError::BadLength));
         assert_eq!(words(b"*x\r\n"), Err(FrameError::BadLength));
         assert_eq!(

@@ -9,6 +9,7 @@ use crate::resp::support::encode;
 fn limits() -> FrameLimits {
     FrameLimits {
         max_bulk: 1024,
+        max_frame: 4096,
         max_args: 64,
         max_inline: 1024,
     }

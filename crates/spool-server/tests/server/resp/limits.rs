@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
+
 use spool_server::resp::frame::FrameLimits;
 use spool_server::{RespLimits, ServerConfig};
 
@@ -48,6 +50,23 @@ async fn a_bulk_over_the_limit_is_refused_before_it_is_read() {
 }
 
 #[tokio::test]
+async fn arguments_over_the_body_limit_together_are_refused_before_they_are_read() {
+    let s = small().await;
+    let mut c = s.client().await;
+    // Each payload is within the 1,024-byte limit; the second takes the
+    // command past it, and is refused on its declared length alone.
+    let mut bytes = b"*4\r\n$11\r\nENQUEUEMANY\r\n$1\r\nq\r\n$600\r\n".to_vec();
+    bytes.extend([b'x'; 600]);
+    bytes.extend(b"\r\n$600\r\n");
+    c.send(&bytes).await;
+    let r = c.read().await;
+    assert_eq!(r.code(), "BAD_REQUEST");
+    assert!(r.text().contains("1024 bytes"), "{r:?}");
+    assert!(c.closed().await);
+    nothing_enqueued(&s).await;
+}
+
+#[tokio::test]
 async fn too_many_arguments_are_refused() {
     let s = small().await;
     let mut c = s.client().await;
@@ -79,6 +98,30 @@ async fn a_command_left_half_sent_times_out_with_an_error() {
     assert_eq!(r.code(), "BAD_REQUEST");
     assert!(r.text().contains("timed out"), "{r:?}");
     assert!(c.closed().await);
+    nothing_enqueued(&s).await;
+}
+
+#[tokio::test]
+async fn a_command_trickled_in_times_out_from_its_first_byte() {
+    let s = small().await;
+    let mut c = s.client().await;
+    c.send(b"*3\r\n$7\r\nENQUEUE\r\n$1\r\nq\r\n$40\r\n").await;
+    let started = std::time::Instant::now();
+    // One byte every 100 ms: each read is well within the 300-ms limit,
+    // the command as a whole is not.
+    let r = loop {
+        if let Ok(answer) = tokio::time::timeout(Duration::from_millis(100), c.read()).await {
+            break answer;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "no answer while the command trickled in"
+        );
+        // The server may have closed meanwhile: its answer is read next.
+        let _ = c.io.write_all(b"x").await;
+    };
+    assert_eq!(r.code(), "BAD_REQUEST");
+    assert!(r.text().contains("timed out"), "{r:?}");
     nothing_enqueued(&s).await;
 }
 
