@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Real Redis clients against a real `spool serve` over RESP: redis-cli from
-# a shell (enqueue, claim, ack) and Python's redis package (a pipeline of
-# 1,000 ENQUEUEs, then CLAIM and ACKMANY; RESP3 after HELLO 3). Installs
-# redis-py into a venv under target/ on first use; exits non-zero on any
-# failure.
+# a shell (enqueue, claim, ack), Python's redis package (a pipeline of
+# 1,000 ENQUEUEs, then CLAIM and ACKMANY; RESP3 after HELLO 3) and Node's
+# ioredis with its defaults (its ready check reads INFO). Installs redis-py
+# into a venv under target/ and ioredis with `npm ci` (scripts/ioredis) on
+# first use, both pinned; exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,10 @@ target="${CARGO_TARGET_DIR:-target}"
 venv="$target/resp-venv"
 if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import redis' 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet redis
+  "$venv/bin/pip" install --quiet redis==8.1.0
+fi
+if [[ ! -d scripts/ioredis/node_modules/ioredis ]]; then
+  (cd scripts/ioredis && npm ci --silent --no-audit --no-fund)
 fi
 
 cargo build --quiet -p spool-cli --bin spool
@@ -91,3 +95,6 @@ assert again[b"id"] == first[b"id"]
 assert task[b"payload"] == b"\x00\xff", task
 print("redis-py: ok (1,000 pipelined ENQUEUEs, CLAIM + ACKMANY, RESP3)")
 PY
+
+echo "== ioredis"
+node scripts/ioredis/interop.mjs "$port" interop-token

@@ -40,6 +40,8 @@ pub(super) enum Command {
     Ignored,
     /// Answered with an empty array: `COMMAND ...`, `CONFIG GET ...`.
     Empty,
+    /// `INFO [section ...]`: what a client's ready check reads.
+    Info,
     Enqueue(QueueName, NewTask),
     EnqueueMany(QueueName, Vec<NewTask>),
     Claim(ClaimArgs),
@@ -143,6 +145,10 @@ pub(super) fn parse(args: &[Bytes]) -> Parsed {
         "COMMAND" | "CONFIG" => {
             a.skip_rest();
             Command::Empty
+        }
+        "INFO" => {
+            a.skip_rest();
+            Command::Info
         }
         "ENQUEUE" => enqueue(&mut a)?,
         "ENQUEUEBATCH" => enqueue_batch(&mut a)?,

@@ -259,6 +259,7 @@ async fn one(st: &AppState, s: &mut Session, cmd: Command) -> Result<Reply, ApiE
         }
         Command::Ignored => Reply::OK,
         Command::Empty => Reply::Array(Vec::new()),
+        Command::Info => info(),
         Command::Enqueue(queue, task) => {
             let mut outcomes = enqueue(st, &queue, vec![task]).await?;
             outcomes
@@ -397,6 +398,27 @@ fn hello(s: &Session) -> Reply {
         ("role", Reply::text("master")),
         ("modules", Reply::Array(Vec::new())),
     ])
+}
+
+/// The sections every section list is answered with. Clients read
+/// `loading` before their first command (ioredis waits while it is not 0)
+/// and some gate features on `redis_version`: Spool answers as the Redis 7
+/// whose protocol it speaks.
+fn info() -> Reply {
+    Reply::Bulk(Bytes::from(concat!(
+        "# Server\r\n",
+        "redis_version:7.0.0\r\n",
+        "spool_version:",
+        env!("CARGO_PKG_VERSION"),
+        "\r\n",
+        "redis_mode:standalone\r\n",
+        "\r\n",
+        "# Persistence\r\n",
+        "loading:0\r\n",
+        "\r\n",
+        "# Replication\r\n",
+        "role:master\r\n",
+    )))
 }
 
 async fn claim(st: &AppState, s: &Session, a: ClaimArgs) -> Result<Reply, ApiError> {

@@ -193,6 +193,9 @@ async fn what_clients_send_on_connect_is_answered() {
     );
     assert_eq!(c.call(&[b"SELECT", b"0"]).await, V::Simple("OK".into()));
     assert_eq!(c.call(&[b"COMMAND", b"DOCS"]).await, V::Array(vec![]));
+    // A client's ready check (ioredis) reads `loading` from INFO.
+    let info = c.call(&[b"INFO", b"persistence"]).await.text();
+    assert!(info.split("\r\n").any(|l| l == "loading:0"), "{info}");
     assert_eq!(c.call(&[b"ECHO", b"hi"]).await, V::Bulk(b"hi".to_vec()));
     assert_eq!(c.call(&[b"SELECT", b"1"]).await.code(), "BAD_REQUEST");
     // The connection's name is the default worker.
