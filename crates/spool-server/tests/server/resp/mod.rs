@@ -10,3 +10,4 @@ mod payloads;
 mod pipeline;
 mod results;
 mod support;
+mod tls;
