@@ -9,6 +9,7 @@ mod cli;
 mod client;
 mod conformance;
 mod conformance_resp;
+mod conformance_resp_pg;
 mod pg_cluster;
 mod pg_settings_race;
 mod server_kill9;

@@ -8,7 +8,7 @@ use super::{TestResult, TestServer};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-fn database_url() -> String {
+pub(crate) fn database_url() -> String {
     std::env::var("DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
 }
@@ -64,4 +64,29 @@ pub(crate) async fn drop_schema(
         .await;
     result?;
     Ok(dropped?)
+}
+
+/// Drops its schema when dropped: kept by a test fixture after the server
+/// that uses the schema, so the server is gone first.
+pub(crate) struct DropSchema(pub(crate) String);
+
+impl Drop for DropSchema {
+    fn drop(&mut self) {
+        let schema = self.0.clone();
+        // Drop runs inside the test's runtime, which cannot block on another
+        // future: a thread of its own does the work.
+        let done = std::thread::spawn(move || -> TestResult {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async {
+                let admin = admin().await?;
+                drop_schema(&admin, &schema, Ok(())).await
+            })
+        })
+        .join();
+        if let Ok(Err(e)) = done {
+            eprintln!("could not drop schema {}: {e}", self.0);
+        }
+    }
 }
