@@ -294,3 +294,44 @@ fn open_store(
     tracing::info!(data = %args.data.display(), "store: embedded engine");
     Ok(Arc::new(engine))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use clap::Parser;
+
+    use super::{resp_addr, ServeArgs};
+
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn resp(words: &[&str]) -> Option<String> {
+        let args = Serve::try_parse_from(std::iter::once("serve").chain(words.iter().copied()))
+            .unwrap()
+            .args;
+        resp_addr(&args).map(|a| a.to_string())
+    }
+
+    #[test]
+    fn resp_listens_next_to_http_unless_told_otherwise() {
+        assert_eq!(resp(&[]).as_deref(), Some("127.0.0.1:7701"));
+        assert_eq!(
+            resp(&["--listen", "127.0.0.1:9000"]).as_deref(),
+            Some("127.0.0.1:9001")
+        );
+        assert_eq!(
+            resp(&["--listen", "127.0.0.1:0"]).as_deref(),
+            Some("127.0.0.1:0")
+        );
+        assert_eq!(
+            resp(&["--resp", "127.0.0.1:6390"]).as_deref(),
+            Some("127.0.0.1:6390")
+        );
+        assert_eq!(resp(&["--resp", "off"]), None);
+        assert_eq!(resp(&["--resp", "OFF"]), None);
+        assert!(Serve::try_parse_from(["serve", "--resp", "nowhere"]).is_err());
+    }
+}
