@@ -12,6 +12,7 @@ mod conformance_resp;
 mod conformance_resp_pg;
 mod pg_cluster;
 mod pg_settings_race;
+mod resp_group_commit;
 mod server_kill9;
 mod server_many_clients;
 mod server_payloads;
