@@ -1,11 +1,12 @@
-//! The producer side: enqueue typed jobs, pause and resume queues, set and
-//! remove periodic schedules.
+//! The producer side: enqueue typed jobs, set and remove periodic
+//! schedules. What a producer does to tasks and queues once they exist
+//! (cancel, pause, limits) is `control`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use spool_core::{
-    EnqueueOutcome, Kind, NewTask, Parent, ParentFailure, QueueName, Schedule, ScheduleSpec, Store,
+    EnqueueOutcome, Kind, NewTask, Parent, ParentFailure, Schedule, ScheduleSpec, Store,
     StoreError, TaskGroup, TaskId, TaskKey, Timestamp,
 };
 
@@ -178,19 +179,6 @@ impl Client {
             return Ok(Vec::new());
         }
         Ok(self.store.enqueue(&queue, tasks).await?)
-    }
-
-    /// A paused queue hands out nothing; enqueues still work.
-    pub async fn pause(&self, queue: &str) -> Result<(), EnqueueError> {
-        Ok(self.store.set_paused(&QueueName::new(queue)?, true).await?)
-    }
-
-    /// Lets a paused queue hand out tasks again.
-    pub async fn resume(&self, queue: &str) -> Result<(), EnqueueError> {
-        Ok(self
-            .store
-            .set_paused(&QueueName::new(queue)?, false)
-            .await?)
     }
 
     /// Creates or replaces a schedule. Some process must run a

@@ -127,7 +127,8 @@ impl<T, E: Into<BoxError>> TaskResultExt<T> for Result<T, E> {
     }
 }
 
-/// Why a job could not be enqueued or a schedule set.
+/// Why a job could not be enqueued, a schedule set, a task cancelled or a
+/// queue changed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EnqueueError {

@@ -3,7 +3,8 @@
 //! It sees only the [`spool_core::Store`] trait, so the same code runs on the
 //! embedded engine, on PostgreSQL and against a server. A map:
 //! - [`Job`] (`job`) is a typed payload that names its kind and queue;
-//!   [`Client`] (`client`) enqueues jobs and manages schedules;
+//!   [`Client`] (`client`) enqueues jobs and manages schedules, and
+//!   (`control`) cancels tasks, pauses queues and sets their claim limits;
 //! - [`Handler`] (`handler`) runs one kind: an async function, or a type
 //!   with overridable defaults (timeout, [`RetryPolicy`], `on_dead`);
 //! - [`Worker`] (`worker/`) runs one pool per queue: an acquisition loop
@@ -30,6 +31,7 @@ mod backoff;
 mod client;
 mod clock;
 mod context;
+mod control;
 mod error;
 mod handler;
 mod job;

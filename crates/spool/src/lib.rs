@@ -84,7 +84,7 @@
 pub use spool_core as core;
 pub use spool_core::{
     Dependencies, EnqueueOutcome, Kind, ParentFailure, QueueChange, QueueName, QueueSettings,
-    Schedule, Store, StoreError, Task, TaskId, TaskState, Timestamp,
+    RateLimit, Schedule, Store, StoreError, Task, TaskId, TaskState, Timestamp,
 };
 pub use spool_runtime::metrics;
 #[cfg(feature = "otel")]

@@ -1,20 +1,24 @@
-//! Cancelling a running task reaches its handler (docs/spec.md §6): the
-//! worker's lease watcher hears of the cancel within 100 ms, the run's
-//! cancellation token fires, its future is dropped, nothing is reported
-//! for it, and its slot goes to the next task. On the embedded engine, and
-//! over a real server through `RemoteStore` (HTTP) and `RespStore` (RESP).
+//! Cancelling a running task through `Client::cancel` reaches its handler
+//! (docs/spec.md §6): the worker's lease watcher hears of the cancel within
+//! 100 ms, the run's cancellation token fires, its future is dropped,
+//! nothing is reported for it, and its slot goes to the next task. On the
+//! embedded engine, and over a real server through `RemoteStore` (HTTP)
+//! and `RespStore` (RESP). `Client::cancel_key` cancels by idempotency
+//! key, and a holder's late ack is refused.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use spool_client::RespStore;
-use spool_core::{Store, TaskId, TaskRef};
-use spool_runtime::{Client, Context, Handler, Job, QueueConfig, TaskError, Worker};
+use spool_core::{Ack, ClaimRequest, Store, StoreError, TaskId, TaskRef};
+use spool_runtime::{
+    Client, Context, EnqueueError, EnqueueOptions, Handler, Job, QueueConfig, TaskError, Worker,
+};
 use spool_server::RespLimits;
 use tokio::sync::mpsc;
 
-use crate::support::{eventually, remote, Embedded, Server};
+use crate::support::{eventually, q, remote, Embedded, Server};
 
 /// How soon after the cancel's answer the handler's token must fire.
 const NOTICE: Duration = Duration::from_millis(100);
@@ -73,7 +77,7 @@ async fn a_cancel_reaches_the_running_handler(store: Arc<dyn Store>) {
     // to wake it rather than be found by its first look.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    store.cancel(TaskRef::Id(first)).await.unwrap();
+    client.cancel(first).await.unwrap();
     let cancelled_at = Instant::now();
     let (id, fired_at) = tokio::time::timeout(Duration::from_secs(5), cut.recv())
         .await
@@ -120,4 +124,43 @@ async fn a_cancel_reaches_the_handler_over_resp() {
     let server = Server::builder().resp(RespLimits::default()).start().await;
     let addr = server.resp.expect("a RESP listener");
     a_cancel_reaches_the_running_handler(Arc::new(RespStore::new(addr.to_string(), None))).await;
+}
+
+#[tokio::test]
+async fn a_leased_task_is_cancelled_by_key_and_its_late_ack_refused() {
+    let e = Embedded::open();
+    let client = Client::new(e.store.clone());
+    let options = EnqueueOptions::new().key("report:2026-11");
+    let id = client.enqueue_with(Long, options).await.unwrap().id;
+    let claimed = e
+        .store
+        .claim(ClaimRequest::new(q("long"), "holder"))
+        .await
+        .unwrap();
+    let token = claimed[0].lease.as_ref().unwrap().token;
+    assert_eq!(claimed[0].id, id);
+
+    client.cancel_key("long", "report:2026-11").await.unwrap();
+    let late = e.store.ack(id, token, Ack::Done).await;
+    assert!(matches!(late, Err(StoreError::NotFound)), "{late:?}");
+    assert!(matches!(
+        e.store.get(TaskRef::Id(id)).await,
+        Err(StoreError::NotFound)
+    ));
+    // Nothing left to cancel, by key or by id; a bad key is refused
+    // before the store is asked.
+    let again = client.cancel_key("long", "report:2026-11").await;
+    assert!(
+        matches!(again, Err(EnqueueError::Store(StoreError::NotFound))),
+        "{again:?}"
+    );
+    let unknown = client.cancel(id).await;
+    assert!(
+        matches!(unknown, Err(EnqueueError::Store(StoreError::NotFound))),
+        "{unknown:?}"
+    );
+    assert!(matches!(
+        client.cancel_key("long", "").await,
+        Err(EnqueueError::Name(_))
+    ));
 }

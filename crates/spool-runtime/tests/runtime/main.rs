@@ -9,6 +9,7 @@ mod crash;
 mod deadlines;
 mod deps;
 mod flaky;
+mod limits;
 #[cfg(feature = "otel")]
 mod otel;
 mod outcomes;
