@@ -4,13 +4,14 @@
 //! `check::CheckArgs`, `bench::BenchArgs`); doc comments here and there are
 //! the `--help` text, which is meant to be the only documentation a new user
 //! needs. The client commands of docs/spec.md §8 (enqueue, get, stats, tasks, retry,
-//! pause/resume, queue, groups, schedule) talk to a running server; their modules are
+//! cancel, pause/resume, queue, groups, schedule) talk to a running server; their modules are
 //! under `client`.
 
 use clap::{Parser, Subcommand};
 
 use crate::bench::{self, BenchArgs};
 use crate::check::{self, CheckArgs};
+use crate::client::cancel::{self, CancelArgs};
 use crate::client::enqueue::{self, EnqueueArgs};
 use crate::client::get::{self, GetArgs};
 use crate::client::groups::{self, GroupsArgs};
@@ -27,7 +28,7 @@ use crate::serve::{self, ServeArgs};
 /// Tasks are recorded durably (fdatasync before any acknowledgement) in a
 /// data directory, claimed by workers under a lease, and acked or failed.
 /// This binary serves the HTTP API, talks to a running server (enqueue, get,
-/// stats, tasks, retry, pause/resume, queue, groups, schedule: `--url`/SPOOL_URL,
+/// stats, tasks, retry, cancel, pause/resume, queue, groups, schedule: `--url`/SPOOL_URL,
 /// `--token`/SPOOL_TOKEN), checks data directories and benchmarks the store.
 #[derive(Debug, Parser)]
 #[command(name = "spool", version, propagate_version = true)]
@@ -63,6 +64,9 @@ pub(crate) enum Command {
     /// Make one dead task, or all of a queue's, ready again.
     #[command(long_about = retry::ABOUT)]
     Retry(RetryArgs),
+    /// Cancel a task in any state, a running one included.
+    #[command(long_about = cancel::ABOUT)]
+    Cancel(CancelArgs),
     /// Stop handing out a queue's tasks.
     #[command(long_about = pause::PAUSE_ABOUT)]
     Pause(QueueArgs),
@@ -94,6 +98,7 @@ impl Command {
             | Command::Stats(_)
             | Command::Tasks(_)
             | Command::Retry(_)
+            | Command::Cancel(_)
             | Command::Pause(_)
             | Command::Resume(_)
             | Command::Queue(_)

@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => client::stats::run(args),
         Command::Tasks(args) => client::tasks::run(args),
         Command::Retry(args) => client::retry::run(args),
+        Command::Cancel(args) => client::cancel::run(args),
         Command::Pause(args) => client::pause::run(args, true),
         Command::Resume(args) => client::pause::run(args, false),
         Command::Queue(args) => client::queue::run(args),

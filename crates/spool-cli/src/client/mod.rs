@@ -1,5 +1,5 @@
 //! The client commands of docs/spec.md §8: `enqueue`, `get`, `stats`, `tasks`, `retry`,
-//! `pause`/`resume`, `queue`, `groups` and `schedule`. Each talks to a running server through
+//! `cancel`, `pause`/`resume`, `queue`, `groups` and `schedule`. Each talks to a running server through
 //! [`spool_client::RemoteStore`], one module per command.
 //!
 //! A map: [`connect`] holds the `--url`/`--token` options and turns a failed
@@ -8,6 +8,7 @@
 //! formats times, ages and plain tables.
 
 pub(crate) mod args;
+pub(crate) mod cancel;
 pub(crate) mod connect;
 pub(crate) mod enqueue;
 pub(crate) mod get;

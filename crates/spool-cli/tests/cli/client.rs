@@ -1,11 +1,11 @@
 //! Black-box tests of the client commands (enqueue, stats, tasks, retry,
-//! pause/resume, queue, groups, schedule) against a real `spool serve`
+//! cancel, pause/resume, queue, groups, schedule) against a real `spool serve`
 //! child process.
 
 use std::process::{Command, Output};
 
 use spool_client::RemoteStore;
-use spool_core::{ClaimRequest, FailRequest, QueueName, Store};
+use spool_core::{Ack, ClaimRequest, FailRequest, QueueName, Store, StoreError};
 
 use crate::support::{TestResult, TestServer};
 
@@ -216,6 +216,63 @@ fn dead_tasks_are_listed_and_retried() -> TestResult {
     );
     let neither = server.spool(&["retry", "jobs"]);
     assert!(!neither.status.success(), "retry needs an id or --all");
+    Ok(())
+}
+
+#[test]
+fn tasks_are_cancelled_by_id_and_by_key_a_leased_one_too() -> TestResult {
+    let server = CliServer::start()?;
+    let ready = server.ok(&["enqueue", "emails"]).trim().to_string();
+    assert_eq!(
+        server.ok(&["cancel", &ready]),
+        format!("cancelled task {ready}\n")
+    );
+    let gone = server.spool(&["get", &ready]);
+    assert!(text(&gone.stderr).contains("does not exist"), "cancelled");
+
+    // A task a worker holds: the cancel deletes it, and the worker's late
+    // ack is refused as for a task that is gone.
+    let leased = server.ok(&["enqueue", "emails", "--key", "welcome:ada"]);
+    let store = RemoteStore::builder(server.server.base.clone()).build()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let (id, token) = rt.block_on(async {
+        let claimed = store
+            .claim(ClaimRequest::new(QueueName::new("emails")?, "test"))
+            .await?;
+        let task = claimed.first().ok_or("nothing claimed")?;
+        let token = task.lease.as_ref().ok_or("no lease")?.token;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>((task.id, token))
+    })?;
+    assert_eq!(id.to_string(), leased.trim());
+    let by_key = server.ok(&["cancel", "--queue", "emails", "--key", "welcome:ada"]);
+    assert_eq!(
+        by_key,
+        "cancelled a task with key welcome:ada in queue emails\n"
+    );
+    let late = rt.block_on(store.ack(id, token, Ack::Done));
+    assert!(matches!(late, Err(StoreError::NotFound)), "{late:?}");
+
+    let unknown = server.spool(&["cancel", "999999"]);
+    assert!(!unknown.status.success());
+    assert!(
+        text(&unknown.stderr).contains("not_found: task 999999 does not exist"),
+        "{}",
+        text(&unknown.stderr)
+    );
+    let no_key = server.spool(&["cancel", "--queue", "emails", "--key", "welcome:ada"]);
+    assert!(
+        text(&no_key.stderr).contains("key welcome:ada in queue emails does not exist"),
+        "{}",
+        text(&no_key.stderr)
+    );
+    for bad in [
+        &["cancel"][..],
+        &["cancel", "--key", "k"],
+        &["cancel", "--queue", "emails"],
+        &["cancel", "1", "--queue", "emails", "--key", "k"],
+    ] {
+        assert!(!server.spool(bad).status.success(), "{bad:?}");
+    }
     Ok(())
 }
 
@@ -431,9 +488,10 @@ fn tasks_are_enqueued_in_groups_and_the_groups_listed() -> TestResult {
 
 #[test]
 fn every_client_command_explains_itself() {
-    let commands: [&[&str]; 12] = [
+    let commands: [&[&str]; 13] = [
         &["enqueue"],
         &["get"],
+        &["cancel"],
         &["queue"],
         &["groups"],
         &["stats"],
