@@ -66,6 +66,7 @@ pub(crate) const ROUTES: &[&str] = &[
     "/tasks/{id}",
     "/tasks/{id}/retry",
     "/tasks/{id}/delete",
+    "/tasks/{id}/cancel",
     "/schedules",
     "/login",
     "/logout",
@@ -95,6 +96,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/tasks/{id}", get(task::page))
         .route("/tasks/{id}/retry", post(task::retry))
         .route("/tasks/{id}/delete", post(task::delete))
+        .route("/tasks/{id}/cancel", post(task::cancel))
         .route("/schedules", get(schedules::page))
         .route("/login", get(login::form).post(login::submit))
         .route("/logout", post(login::logout))

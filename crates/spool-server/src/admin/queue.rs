@@ -159,6 +159,10 @@ pub(super) async fn page(
             text::plural(q.n.unwrap_or(0), "dead task", "dead tasks")
         )),
         Some("deleted") => Some("Deleted the task.".to_string()),
+        Some("cancelled") => Some(match q.n {
+            Some(id) => format!("Cancelled task {id}."),
+            None => "Cancelled the task.".to_string(),
+        }),
         _ => None,
     };
     let body = html! {

@@ -1,6 +1,9 @@
 //! `/tasks/{id}`: one task — its payload, errors, lease and the tasks it
-//! waits for — and, when it is dead, its two actions: retry, and delete
-//! (behind a confirmation).
+//! waits for — and its actions: when it is dead, retry and delete; while it
+//! lives (scheduled, ready, pending or leased), cancel. Delete and cancel
+//! are the same store call and both sit behind a confirmation; they are two
+//! actions because each refuses the other's state, so that a task that
+//! died or came back to life since the page was shown is left alone.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -56,6 +59,8 @@ pub(super) async fn page(
         (layout::flash(flash))
         @if task.state == TaskState::Dead {
             (dead_actions(&viewer, &task))
+        } @else {
+            (live_actions(&viewer, &task))
         }
         (facts(&task, now))
         @if let Some(d) = task.deps.as_deref() {
@@ -88,16 +93,38 @@ fn dead_actions(viewer: &Viewer, t: &Task) -> Markup {
                 (viewer.csrf_field())
                 button.btn type="submit" { "Retry task" }
             }
-            // A second, deliberate step: the button that deletes is only
-            // shown once this is opened (and the auto-refresh holds off).
-            details.confirm {
-                summary.btn.btn-danger-outline { "Delete…" }
-                div.confirm-body {
-                    p { "Delete task " (t.id) " for good? Its payload and errors are lost." }
-                    form method="post" action=(links::task_action(t.id, "delete")) {
-                        (viewer.csrf_field())
-                        button.btn.btn-danger type="submit" { "Delete task " (t.id) }
-                    }
+            (confirm(viewer, t.id, "delete", "Delete", html! {
+                "Delete task " (t.id) " for good? Its payload and errors are lost."
+            }))
+        }
+    }
+}
+
+fn live_actions(viewer: &Viewer, t: &Task) -> Markup {
+    html! {
+        div.actions {
+            (confirm(viewer, t.id, "cancel", "Cancel", html! {
+                "Cancel task " (t.id) "? It is deleted and will not run"
+                @if t.state == TaskState::Leased {
+                    "; the worker running it is told to stop, and its result is refused"
+                }
+                ". Tasks waiting for it follow their policy, as for a failed task."
+            }))
+        }
+    }
+}
+
+/// An action behind a second, deliberate step: its button is only shown
+/// once this is opened (and the auto-refresh holds off meanwhile).
+fn confirm(viewer: &Viewer, id: TaskId, action: &str, verb: &str, question: Markup) -> Markup {
+    html! {
+        details.confirm {
+            summary.btn.btn-danger-outline { (verb) "…" }
+            div.confirm-body {
+                p { (question) }
+                form method="post" action=(links::task_action(id, action)) {
+                    (viewer.csrf_field())
+                    button.btn.btn-danger type="submit" { (verb) " task " (id) }
                 }
             }
         }
@@ -189,19 +216,59 @@ pub(super) async fn delete(
     path: PathIn,
     _: Checked,
 ) -> Result<Response, PageError> {
+    end(st, path, Ending::Delete).await
+}
+
+/// `POST /tasks/{id}/cancel`: cancels a task that is not dead, a leased one
+/// included (its worker hears of it within 100 ms, docs/spec.md §6). Not a
+/// dead one: deleting that is the other action, and a task that died since
+/// the page was shown is not what the operator chose to cancel.
+pub(super) async fn cancel(
+    State(st): State<AppState>,
+    path: PathIn,
+    _: Checked,
+) -> Result<Response, PageError> {
+    end(st, path, Ending::Cancel).await
+}
+
+/// The two actions that end a task with the store's `cancel`, each for the
+/// states the other does not take.
+#[derive(Clone, Copy)]
+enum Ending {
+    /// A dead task, deleted.
+    Delete,
+    /// A live task (scheduled, ready, pending or leased), cancelled.
+    Cancel,
+}
+
+/// Ends the task if its state is still one `ending` takes, else refuses
+/// with the reason; redirects to where the operator goes on from.
+async fn end(st: AppState, path: PathIn, ending: Ending) -> Result<Response, PageError> {
     let ApiPath(id) = path?;
     let task = st.call(st.store().get(TaskRef::Id(id))).await?;
-    if task.state != TaskState::Dead {
+    let dead = task.state == TaskState::Dead;
+    let refusal = match ending {
+        Ending::Delete if !dead => Some(format!(
+            "task {id} is {} now, not dead: only dead tasks are deleted here",
+            task.state
+        )),
+        Ending::Cancel if dead => Some(format!(
+            "task {id} is dead now: delete it from its page instead"
+        )),
+        _ => None,
+    };
+    if let Some(reason) = refusal {
         return Err(PageError::Api(ApiError::Store(StoreError::bad_request(
-            format!(
-                "task {id} is {} now, not dead: only dead tasks are deleted here",
-                task.state
-            ),
+            reason,
         ))));
     }
     st.call(st.store().cancel(TaskRef::Id(id))).await?;
-    Ok(layout::redirect(&format!(
-        "{}&done=deleted",
-        links::queue_page(&task.queue, Some(TaskState::Dead), None)
-    )))
+    let to = match ending {
+        Ending::Delete => format!(
+            "{}&done=deleted",
+            links::queue_page(&task.queue, Some(TaskState::Dead), None)
+        ),
+        Ending::Cancel => format!("{}?done=cancelled&n={id}", links::queue(&task.queue)),
+    };
+    Ok(layout::redirect(&to))
 }

@@ -59,6 +59,8 @@ async fn hostile_actions_get_4xx_and_change_nothing() {
         ("/tasks/abc/retry".to_string(), 400),
         ("/tasks/999999/retry".to_string(), 404),
         ("/tasks/999999/delete".to_string(), 404),
+        ("/tasks/999999/cancel".to_string(), 404),
+        (format!("/tasks/{dead}/cancel"), 400),
         (format!("/tasks/{live}/retry"), 400),
         (format!("/tasks/{live}/delete"), 400),
         ("/queues/bad%20name/pause".to_string(), 400),

@@ -94,6 +94,13 @@ impl Admin {
         self.send(Method::POST, path, &[], Some(fields)).await
     }
 
+    /// Submits one of `page`'s forms: a POST to `path` with the page's
+    /// CSRF token, as a browser sends it.
+    pub(crate) async fn submit(&self, page: &Page, path: &str) -> Page {
+        let csrf = page.csrf().expect("a form with a CSRF field");
+        self.post(path, &[("csrf", &csrf)]).await
+    }
+
     pub(crate) async fn post_as(&self, path: &str, cookie: &str, fields: &[(&str, &str)]) -> Page {
         self.send(Method::POST, path, &[("cookie", cookie)], Some(fields))
             .await
