@@ -59,6 +59,11 @@
 //! fired by a [`Scheduler`]; run one in every worker process, the store makes
 //! sure each tick fires once.
 //!
+//! [`Client::cancel`] cancels a task in any state; a running one's handler
+//! sees [`Context::cancellation`] fire within 100 ms. [`Client::change_queue`]
+//! sets a queue's claim limits ([`QueueChange`]: a [`RateLimit`],
+//! `max_leased`, `group_concurrency`) live, for every worker on the store.
+//!
 //! # Stores
 //!
 //! Everything above takes an `Arc<dyn Store>`; the features choose which
