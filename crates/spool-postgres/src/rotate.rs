@@ -80,6 +80,10 @@ const MOVE_BATCH: i64 = 1_000;
 /// Most tasks a generation may hold to be emptied; with more, the rotation
 /// waits for claims to take them.
 const MOST_MOVED: i64 = 20_000;
+// A statement that meets moved rows runs again once per move committed
+// under it: it must be allowed more runs than one turn commits moves (the
+// batches of step 1 and the move of step 2).
+const _: () = assert!(((MOST_MOVED / MOVE_BATCH) as usize) + 1 < crate::db::ATTEMPTS);
 /// How long after a rotation kept back by a long transaction the next try
 /// comes.
 const BACK_OFF: Duration = Duration::from_secs(1);
