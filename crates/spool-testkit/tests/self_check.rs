@@ -28,13 +28,18 @@ async fn on_wall_clock() -> Fixture {
     )
 }
 
+// The model is a reference, not a fast store, and the contention case
+// costs it more than in proportion to its tasks: at full size (100,000
+// tasks, as the stores run it) it outran the case's 300-s limit in a
+// debug build on a slow machine (2026-12-01). Here it runs with all 100
+// claimers and a fifth of the tasks, in seconds.
 mod manual {
-    spool_testkit::conformance_suite!(super::on_manual_clock);
+    spool_testkit::conformance_suite!(super::on_manual_clock, contention: 20_000, 100);
 }
 
 mod real {
-    // The wall-clock run shows the cases' tolerances hold; the full-size
-    // contention run above is enough once.
+    // The wall-clock run shows the cases' tolerances hold; the contention
+    // run above is enough once.
     spool_testkit::conformance_suite!(super::on_wall_clock, contention: 10_000, 20);
 }
 

@@ -135,6 +135,33 @@ async fn an_idle_connection_is_closed() {
 }
 
 #[tokio::test]
+async fn a_client_that_does_not_read_its_answers_is_held_back() {
+    let s = Servers::start().await;
+    let mut c = s.client().await;
+    let chunk = encode(&[b"PING"]).repeat(4096);
+    let mut sent = 0usize;
+    // The server answers into a socket nobody reads; once that is full it
+    // stops reading, and so the client's writes stop too: what it holds
+    // is the sockets' buffers and one round, not the whole stream.
+    loop {
+        match tokio::time::timeout(Duration::from_millis(500), c.io.write_all(&chunk)).await {
+            Ok(written) => {
+                written.unwrap();
+                sent += chunk.len();
+            }
+            Err(_) => break,
+        }
+        assert!(
+            sent < 256 << 20,
+            "the server took {sent} bytes from a client that reads nothing"
+        );
+    }
+    assert!(sent > 0);
+    // Read, the answers come, and the connection serves on.
+    assert_eq!(c.read().await, V::Simple("PONG".into()));
+}
+
+#[tokio::test]
 async fn connections_over_the_limit_are_told_and_closed() {
     let s = small().await;
     let mut open = Vec::new();
