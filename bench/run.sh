@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole side-by-side comparison in one go: Spool (embedded, server,
-# PostgreSQL store) against a hand-written PostgreSQL SKIP LOCKED queue,
+# Runs the whole side-by-side comparison in one go: Spool (embedded, server
+# over HTTP and over RESP, PostgreSQL store) against a hand-written PostgreSQL SKIP LOCKED queue,
 # Redis, RabbitMQ (classic and quorum), NATS JetStream and Rust job-queue
 # crates on the same PostgreSQL. One system runs at a time.
 #
