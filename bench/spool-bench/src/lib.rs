@@ -9,7 +9,8 @@
 //! The library is the PostgreSQL side's common ground: how a benchmark
 //! reaches the database ([`db`]) and opens Spool's store on it
 //! ([`store`]), the hand-written queue it runs beside Spool
-//! ([`handwritten`]), and what holds the xmin horizon ([`holder`]).
+//! ([`handwritten`]), what holds the xmin horizon ([`holder`]) and
+//! how large a system's tables are ([`tables`]).
 //!
 //! A benchmark whose database goes away or whose store fails has nothing
 //! left to measure: it stops there, with a panic saying why.
@@ -19,3 +20,4 @@ pub mod db;
 pub mod handwritten;
 pub mod holder;
 pub mod store;
+pub mod tables;

@@ -30,6 +30,7 @@ pub(crate) async fn drain(d: &Drain) -> Drained {
     )
     .await;
 
+    let empty = crate::empty_sizes(&schema).await;
     let started = Instant::now();
     let mut producers = tokio::task::JoinSet::new();
     for p in 0..FILLERS {
@@ -46,6 +47,7 @@ pub(crate) async fn drain(d: &Drain) -> Drained {
     let fill = started.elapsed();
 
     let wal = crate::Wal::now().await;
+    let watch = crate::watch(&schema).await;
     let started = Instant::now();
     let claim = Arc::new(CLAIM.replace("{s}", &s));
     let ack = Arc::new(ACK.replace("{s}", &s));
@@ -59,23 +61,26 @@ pub(crate) async fn drain(d: &Drain) -> Drained {
             let worker = format!("consumer-{c}");
             let limit = batch as i64;
             let mut done = 0usize;
+            let mut claims = crate::claim_histogram();
             while !d.past_limit(started) {
+                let began = Instant::now();
                 let rows = client
                     .query(&claim, &[&"drain", &worker, &limit])
                     .await
                     .unwrap();
+                crate::claimed(&mut claims, began);
                 if rows.is_empty() {
-                    return done;
+                    return (done, claims);
                 }
                 let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
                 let gone = client.execute(&ack, &[&ids, &worker]).await.unwrap();
                 assert_eq!(gone as usize, ids.len());
                 done += ids.len();
             }
-            done
+            (done, claims)
         });
     }
-    let drained = d.finish(fill, workers, started, wal, held).await;
+    let drained = d.finish(&schema, empty, fill, workers, started, wal, watch, held).await;
     drop(setup);
     crate::drop_schema(&schema).await;
     drained

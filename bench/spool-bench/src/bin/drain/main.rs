@@ -8,7 +8,13 @@
 //! Defaults: 200,000 tasks, consumers 1,4,16, batches of 1,000; 100-byte
 //! payloads. Each row fills the queue (4 producers, batches of 1,000), then
 //! the consumers loop claim BATCH + ack the batch until it is empty. Each
-//! figure comes with the WAL the drain wrote per task. HOLDER (`none`,
+//! figure comes with the WAL the drain wrote per task; a second table
+//! gives each drain's claim calls (p50/p99 of their round trips), the
+//! largest size of the system's tables and of their indexes and the most
+//! dead tuples read during the drain (every second), and how long after
+//! the release the tables were back near their size before the fill
+//! (within twice it, or 1 MB above it; read every second, for at most
+//! 60 s). HOLDER (`none`,
 //! `writer` or `readers`, as in the `horizon` benchmark) holds the xmin
 //! horizon from before each fill to the end of its drain; a drain still
 //! running after LIMIT_S seconds stops there and reports what it did. Uses
@@ -22,8 +28,10 @@ mod spool;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
+use hdrhistogram::Histogram;
 pub(crate) use spool_bench::db::{connect, database_url, fresh_schema};
 use spool_bench::holder::{self, Holder};
+use spool_bench::tables::{self, Sizes, Watch};
 
 /// How a drain is run: how many, how, and under what.
 #[derive(Debug, Clone, Copy)]
@@ -61,28 +69,68 @@ impl Drain {
     }
 
     /// Waits for the consumers of a drain that started at `started`, the
-    /// WAL then at `wal` (each consumer answers how many tasks it did),
-    /// then lets the horizon go.
+    /// WAL then at `wal` and `watch` reading `schema` (each consumer
+    /// answers how many tasks it did and how long its claims took), then
+    /// lets the horizon go and waits for the tables to be back within
+    /// reach of `empty`, their size before the fill.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn finish(
         &self,
+        schema: &str,
+        empty: Sizes,
         fill: Duration,
-        consumers: tokio::task::JoinSet<usize>,
+        consumers: tokio::task::JoinSet<(usize, Histogram<u64>)>,
         started: Instant,
         wal: Wal,
+        watch: Watch,
         held: holder::Held,
     ) -> Drained {
-        let done: usize = consumers.join_all().await.into_iter().sum();
+        let mut done = 0;
+        let mut claims = claim_histogram();
+        for (n, h) in consumers.join_all().await {
+            done += n;
+            claims.add(h).unwrap();
+        }
         let drain = started.elapsed();
         let wal = Wal::since(wal).await;
+        let peak = watch.stop().await;
         held.release().await;
+        let within = (2 * empty.total()).max(empty.total() + 1_000_000);
+        let back = tables::back_within(schema, within, BACK_LIMIT).await;
         assert!(done == self.tasks || self.past_limit(started));
         Drained {
             done,
             fill,
             drain,
             wal,
+            claims,
+            peak,
+            back,
         }
     }
+}
+
+/// How long a drain's tables are watched after the release.
+const BACK_LIMIT: Duration = Duration::from_secs(60);
+
+/// A histogram of claim round trips, µs (1 µs to 10 min).
+pub(crate) fn claim_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 600_000_000, 3).unwrap()
+}
+
+/// Records one claim call that began at `began`.
+pub(crate) fn claimed(claims: &mut Histogram<u64>, began: Instant) {
+    claims.saturating_record(began.elapsed().as_micros().max(1) as u64);
+}
+
+/// Reads a fresh schema's tables, before the fill.
+pub(crate) async fn empty_sizes(schema: &str) -> Sizes {
+    tables::read(&connect().await, schema).await
+}
+
+/// Starts reading `schema`'s tables every second for the drain.
+pub(crate) async fn watch(schema: &str) -> Watch {
+    Watch::start(schema, Duration::from_secs(1)).await
 }
 
 /// The REPEATABLE READ readers' transactions, seconds.
@@ -106,6 +154,32 @@ pub(crate) struct Drained {
     /// WAL the whole cluster wrote during the drain (on a quiet machine,
     /// the drain's own).
     pub(crate) wal: Wal,
+    /// Every claim call's round trip, µs.
+    pub(crate) claims: Histogram<u64>,
+    /// The largest figures read of the tables during the drain.
+    pub(crate) peak: Sizes,
+    /// How long after the release the tables were back near their size
+    /// before the fill; `None` if not within [`BACK_LIMIT`].
+    pub(crate) back: Option<Duration>,
+}
+
+impl Drained {
+    /// The drain's row of the second table, after its system's name.
+    fn details(&self) -> String {
+        let q = |q: f64| self.claims.value_at_quantile(q) as f64 / 1000.0;
+        let back = self.back.map_or_else(
+            || format!("not within {} s", BACK_LIMIT.as_secs()),
+            |b| format!("{:.0} s", b.as_secs_f64()),
+        );
+        format!(
+            "{:.0} | {:.1} / {:.1} ms | {} | {} | {back}",
+            self.done as f64 / self.drain.as_secs_f64(),
+            q(0.5),
+            q(0.99),
+            self.peak.cell(),
+            self.peak.dead,
+        )
+    }
 }
 
 /// WAL position in bytes (`pg_current_wal_lsn`), or the WAL written
@@ -165,6 +239,7 @@ async fn main() {
     println!("{tasks} tasks, batches of {batch}, horizon held by {holder:?}; tasks/s");
     println!("| consumers | Spool, SkipLocked | Spool, GlobalLock | hand-written SQL |");
     println!("| ---: | ---: | ---: | ---: |");
+    let mut details = Vec::new();
     for &n in &consumers {
         let drain = Drain {
             tasks,
@@ -188,6 +263,13 @@ async fn main() {
         let skip = spool::drain(&drain, spool_postgres::ClaimStrategy::SkipLocked).await;
         let global = spool::drain(&drain, spool_postgres::ClaimStrategy::GlobalLock).await;
         let raw = baseline::drain(&drain).await;
+        for (system, d) in [
+            ("Spool, SkipLocked", &skip),
+            ("Spool, GlobalLock", &global),
+            ("hand-written SQL", &raw),
+        ] {
+            details.push(format!("| {n} | {system} | {} |", d.details()));
+        }
         eprintln!(
             "fills: {:.2?} {:.2?} {:.2?}",
             skip.fill, global.fill, raw.fill
@@ -198,5 +280,11 @@ async fn main() {
             rate(global),
             rate(raw)
         );
+    }
+    println!();
+    println!("| consumers | system | tasks/s | claim p50 / p99 | table + index, largest | dead tuples, most | back after release |");
+    println!("| ---: | --- | ---: | ---: | ---: | ---: | --- |");
+    for row in details {
+        println!("{row}");
     }
 }

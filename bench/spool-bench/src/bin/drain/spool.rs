@@ -25,6 +25,7 @@ pub(crate) async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
     )
     .await;
 
+    let empty = crate::empty_sizes(&schema).await;
     let started = Instant::now();
     let mut producers = tokio::task::JoinSet::new();
     for p in 0..FILLERS {
@@ -42,25 +43,29 @@ pub(crate) async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
     let fill = started.elapsed();
 
     let wal = crate::Wal::now().await;
+    let watch = crate::watch(&schema).await;
     let started = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
     for c in 0..consumers {
         let (store, q, d) = (store.clone(), q.clone(), *d);
         workers.spawn(async move {
             let mut done = 0usize;
+            let mut claims = crate::claim_histogram();
             while !d.past_limit(started) {
+                let began = Instant::now();
                 let req = ClaimRequest::new(q.clone(), format!("consumer-{c}")).max(batch as u32);
                 let got = store.claim(req).await.unwrap();
+                crate::claimed(&mut claims, began);
                 if got.is_empty() {
-                    return done;
+                    return (done, claims);
                 }
                 spool_bench::store::ack_claimed(&store, &got).await;
                 done += got.len();
             }
-            done
+            (done, claims)
         });
     }
-    let drained = d.finish(fill, workers, started, wal, held).await;
+    let drained = d.finish(&schema, empty, fill, workers, started, wal, watch, held).await;
     drop(store);
     crate::drop_schema(&schema).await;
     drained

@@ -19,12 +19,12 @@
 //! - `none`: nothing (the run is all baseline).
 //!
 //! Every `--every` seconds (5) a line: tasks completed and enqueued per
-//! second, pickup p50/p99 (enqueue call to claim answer), the system's
-//! tables with their indexes (`pg_total_relation_size`, every table of its
-//! schema) and their dead tuples (`pg_stat_user_tables`). Then a summary
-//! per system: the hold against the baseline (throughput ratio, pickup,
+//! second, pickup p50/p99 (enqueue call to claim answer), the size of the
+//! system's tables and of their indexes (every table of its schema) and
+//! their dead tuples (`pg_stat_user_tables`). Then a summary per system:
+//! the hold against the baseline (throughput ratio, pickup, median and
 //! largest size over the baseline's largest) and how long after the
-//! release size and throughput were back. Uses `DATABASE_URL` (default:
+//! release size and pickup were back. Uses `DATABASE_URL` (default:
 //! the local development server).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -99,8 +99,7 @@ async fn main() {
         summaries.push((system.clone(), run));
     }
     println!();
-    println!("| system | baseline tasks/s | held tasks/s (ratio) | held pickup p50 / p99 | baseline size | largest held size (ratio) | dead tuples, most | back to baseline after release |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    println!("{}", meter::SUMMARY_HEAD);
     for (system, run) in &summaries {
         println!(
             "| {system} | {} |",

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use spool_bench::tables::{self, Sizes};
 
 /// Where a sample was taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,8 +26,7 @@ pub(crate) struct Sample {
     pub(crate) enqueued_per_s: f64,
     pub(crate) p50_ms: f64,
     pub(crate) p99_ms: f64,
-    pub(crate) size: i64,
-    pub(crate) dead: i64,
+    pub(crate) sizes: Sizes,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -42,6 +42,7 @@ pub(crate) struct Run {
     done: Arc<AtomicU64>,
     enqueued: Arc<AtomicU64>,
     window: Arc<Mutex<Histogram<u64>>>,
+    before: Arc<Mutex<Histogram<u64>>>,
     held: Arc<Mutex<Histogram<u64>>>,
     phase: Arc<Mutex<Phase>>,
     samples: Arc<Mutex<Vec<Sample>>>,
@@ -55,6 +56,7 @@ impl Run {
             done: Arc::default(),
             enqueued: Arc::default(),
             window: Arc::new(Mutex::new(histogram())),
+            before: Arc::new(Mutex::new(histogram())),
             held: Arc::new(Mutex::new(histogram())),
             phase: Arc::new(Mutex::new(Phase::Before)),
             samples: Arc::default(),
@@ -93,8 +95,10 @@ impl Run {
         let sent = u64::from_le_bytes(stamp.try_into().unwrap());
         let waited = self.stamp().saturating_sub(sent).max(1);
         self.window.lock().unwrap().saturating_record(waited);
-        if *self.phase.lock().unwrap() == Phase::Held {
-            self.held.lock().unwrap().saturating_record(waited);
+        match *self.phase.lock().unwrap() {
+            Phase::Before => self.before.lock().unwrap().saturating_record(waited),
+            Phase::Held => self.held.lock().unwrap().saturating_record(waited),
+            Phase::After => {}
         }
     }
 
@@ -112,17 +116,6 @@ impl Run {
     ) {
         *self.phase.lock().unwrap() = phase;
         let db = crate::connect().await;
-        let sizes = db
-            .prepare(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8,
-                        coalesce(sum(s.n_dead_tup), 0)::int8
-                 FROM pg_class c
-                 JOIN pg_namespace n ON n.oid = c.relnamespace
-                 LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
-                 WHERE n.nspname = $1 AND c.relkind = 'r'",
-            )
-            .await
-            .unwrap();
         let start = Instant::now();
         let mut last = (
             Instant::now(),
@@ -144,7 +137,7 @@ impl Run {
                 h.reset();
                 qs
             };
-            let row = db.query_one(&sizes, &[&schema]).await.unwrap();
+            let sizes = tables::read(&db, schema).await;
             let s = Sample {
                 phase,
                 at: start.elapsed().as_secs_f64(),
@@ -152,26 +145,27 @@ impl Run {
                 enqueued_per_s: (enqueued - last.2) as f64 / secs,
                 p50_ms,
                 p99_ms,
-                size: row.get(0),
-                dead: row.get(1),
+                sizes,
             };
             println!(
-                "{:>6} {:>6.1} s  done {:>7.0}/s  enqueued {:>7.0}/s  pickup p50 {:>8.2} ms  p99 {:>8.2} ms  size {:>7.2} MB  dead {:>8}",
+                "{:>6} {:>6.1} s  done {:>7.0}/s  enqueued {:>7.0}/s  pickup p50 {:>8.2} ms  p99 {:>8.2} ms  size {:>7.2} + {:>6.2} MB  dead {:>8}",
                 format!("{phase:?}"),
                 s.at,
                 s.done_per_s,
                 s.enqueued_per_s,
                 s.p50_ms,
                 s.p99_ms,
-                s.size as f64 / 1e6,
-                s.dead
+                s.sizes.table as f64 / 1e6,
+                s.sizes.index as f64 / 1e6,
+                s.sizes.dead
             );
             self.samples.lock().unwrap().push(s);
             last = (now, done, enqueued);
         }
     }
 
-    /// One row of the summary table (every cell but the system's name).
+    /// One row of the summary table (every cell but the system's name),
+    /// in the columns of [`SUMMARY_HEAD`].
     pub(crate) fn summary(&self, every: Duration) -> String {
         let samples = self.samples.lock().unwrap().clone();
         let of = |p: Phase| samples.iter().filter(move |s| s.phase == p);
@@ -179,34 +173,61 @@ impl Run {
         let before: Vec<&Sample> = of(Phase::Before).skip(1).collect();
         let mean =
             |xs: &[&Sample]| xs.iter().map(|s| s.done_per_s).sum::<f64>() / xs.len().max(1) as f64;
+        let largest = |xs: &[&Sample]| {
+            xs.iter()
+                .map(|s| s.sizes)
+                .max_by_key(Sizes::total)
+                .unwrap_or_default()
+        };
         let base_rate = mean(&before);
-        let base_size = before.iter().map(|s| s.size).max().unwrap_or(0);
+        let base_size = largest(&before);
         let base_p99 = before.iter().map(|s| s.p99_ms).fold(0.0, f64::max);
         let held: Vec<&Sample> = of(Phase::Held).collect();
         let held_rate = mean(&held);
-        let held_size = held.iter().map(|s| s.size).max().unwrap_or(0);
-        let dead = held.iter().map(|s| s.dead).max().unwrap_or(0);
-        let h = self.held.lock().unwrap();
+        let held_size = largest(&held);
+        let mut held_totals: Vec<i64> = held.iter().map(|s| s.sizes.total()).collect();
+        held_totals.sort_unstable();
+        let held_median = held_totals.get(held_totals.len() / 2).copied().unwrap_or(0);
+        let dead = held.iter().map(|s| s.sizes.dead).max().unwrap_or(0);
         let back = of(Phase::After)
             .find(|s| {
-                s.size as f64 <= 1.2 * base_size as f64 && s.p99_ms <= (2.0 * base_p99).max(100.0)
+                s.sizes.total() as f64 <= 1.2 * base_size.total() as f64
+                    && s.p99_ms <= (2.0 * base_p99).max(100.0)
             })
             .map_or_else(
                 || "not within the run".to_string(),
                 |s| format!("≤ {:.0} s (sampled every {} s)", s.at, every.as_secs()),
             );
+        let quantiles = |h: &Mutex<Histogram<u64>>| {
+            let h = h.lock().unwrap();
+            format!(
+                "{:.1} / {:.1} ms",
+                h.value_at_quantile(0.5) as f64 / 1000.0,
+                h.value_at_quantile(0.99) as f64 / 1000.0
+            )
+        };
+        let ratio = |x: i64| x as f64 / (base_size.total() as f64).max(1.0);
         format!(
-            "{:.0} | {:.0} ({:.0}%) | {:.1} / {:.1} ms | {:.2} MB | {:.2} MB ({:.1}×) | {} | {}",
+            "{:.0} | {} | {:.0} ({:.0}%) | {} | {} | {:.2} MB ({:.1}×) | {} ({:.1}×) | {} | {}",
             base_rate,
+            quantiles(&self.before),
             held_rate,
             100.0 * held_rate / base_rate.max(1e-9),
-            h.value_at_quantile(0.5) as f64 / 1000.0,
-            h.value_at_quantile(0.99) as f64 / 1000.0,
-            base_size as f64 / 1e6,
-            held_size as f64 / 1e6,
-            held_size as f64 / (base_size as f64).max(1.0),
+            quantiles(&self.held),
+            base_size.cell(),
+            held_median as f64 / 1e6,
+            ratio(held_median),
+            held_size.cell(),
+            ratio(held_size.total()),
             dead,
             back
         )
     }
 }
+
+/// The summary table's head, for [`Run::summary`]'s rows. Sizes are the
+/// system's tables + their indexes, the baseline's and the hold's largest
+/// sample (by their sum) and the hold's median sample; ratios are to the
+/// baseline's largest.
+pub(crate) const SUMMARY_HEAD: &str = "| system | baseline tasks/s | baseline pickup p50 / p99 | held tasks/s (ratio) | held pickup p50 / p99 | baseline size, largest | held size, median | held size, largest | dead tuples, most | back to baseline after release |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |";
