@@ -9,11 +9,12 @@
 //! same count as one large step, and no rounding ever hands out a task the
 //! limit does not allow.
 //!
-//! The bucket belongs to a queue today; a finer key (a task group) would
-//! be one bucket per key with the same rules.
+//! A queue's `rate_limit` has one bucket; its `group_rate_limit` gives
+//! each task group a bucket of its own, with the same rules.
 
 use std::time::Duration;
 
+use crate::error::StoreError;
 use crate::time::{duration_millis, Timestamp};
 
 /// At most `limit` tasks handed out per `period`, with bursts of up to
@@ -30,6 +31,34 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
+    /// Checks the limit is one a bucket can keep; `name` is the setting's,
+    /// for the message.
+    pub fn validate(&self, name: &str) -> Result<(), StoreError> {
+        if self.limit == 0 {
+            return Err(StoreError::bad_request(format!(
+                "{name}.limit must be at least 1"
+            )));
+        }
+        if self.period < Duration::from_millis(1) {
+            return Err(StoreError::bad_request(format!(
+                "{name}.period_ms must be at least 1"
+            )));
+        }
+        if self.burst == 0 {
+            return Err(StoreError::bad_request(format!(
+                "{name}.burst must be at least 1"
+            )));
+        }
+        Ok(())
+    }
+
+    /// How long an empty bucket takes to fill up to its burst.
+    pub fn fills_in(&self) -> Duration {
+        let ms =
+            (u128::from(self.burst) * self.period_ms()).div_ceil(u128::from(self.limit).max(1));
+        Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+    }
+
     /// The period in whole milliseconds, at least 1.
     fn period_ms(&self) -> u128 {
         u128::from(duration_millis(self.period).unsigned_abs()).max(1)

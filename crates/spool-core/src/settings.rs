@@ -42,6 +42,10 @@ pub struct QueueSettings {
     /// worker and process; `None`: no limit. Tasks without a group are not
     /// bound by it.
     pub group_concurrency: Option<u32>,
+    /// At most so many tasks of one group handed out per period, each
+    /// group with a bucket of its own, enforced at claim (docs/spec.md
+    /// §4); `None`: no limit. Tasks without a group are not bound by it.
+    pub group_rate_limit: Option<RateLimit>,
 }
 
 impl Default for QueueSettings {
@@ -57,6 +61,7 @@ impl Default for QueueSettings {
             rate_limit: None,
             max_leased: None,
             group_concurrency: None,
+            group_rate_limit: None,
         }
     }
 }
@@ -80,15 +85,12 @@ impl QueueSettings {
                 self.max_payload
             )));
         }
-        if let Some(r) = &self.rate_limit {
-            if r.limit == 0 {
-                return bad("rate_limit.limit must be at least 1");
-            }
-            if r.period < Duration::from_millis(1) {
-                return bad("rate_limit.period_ms must be at least 1");
-            }
-            if r.burst == 0 {
-                return bad("rate_limit.burst must be at least 1");
+        for (name, limit) in [
+            ("rate_limit", &self.rate_limit),
+            ("group_rate_limit", &self.group_rate_limit),
+        ] {
+            if let Some(r) = limit {
+                r.validate(name)?;
             }
         }
         if self.max_leased == Some(0) {
@@ -128,6 +130,9 @@ pub struct QueueChange {
     /// A new [`QueueSettings::group_concurrency`]: `Some(None)` removes the
     /// limit.
     pub group_concurrency: Option<Option<u32>>,
+    /// A new [`QueueSettings::group_rate_limit`]: `Some(None)` removes the
+    /// limit.
+    pub group_rate_limit: Option<Option<RateLimit>>,
 }
 
 impl QueueChange {
@@ -145,6 +150,7 @@ impl QueueChange {
             rate_limit: self.rate_limit.unwrap_or(current.rate_limit),
             max_leased: self.max_leased.unwrap_or(current.max_leased),
             group_concurrency: self.group_concurrency.unwrap_or(current.group_concurrency),
+            group_rate_limit: self.group_rate_limit.unwrap_or(current.group_rate_limit),
         };
         changed.validate()?;
         Ok(changed)
@@ -164,6 +170,7 @@ impl From<QueueSettings> for QueueChange {
             rate_limit: Some(s.rate_limit),
             max_leased: Some(s.max_leased),
             group_concurrency: Some(s.group_concurrency),
+            group_rate_limit: Some(s.group_rate_limit),
         }
     }
 }
@@ -239,6 +246,11 @@ mod tests {
             }),
             max_leased: Some(4),
             group_concurrency: Some(3),
+            group_rate_limit: Some(RateLimit {
+                limit: 1,
+                period: Duration::from_secs(1),
+                burst: 1,
+            }),
         };
         let current = QueueSettings::default();
         assert_eq!(QueueChange::from(wanted.clone()).apply(current), Ok(wanted));

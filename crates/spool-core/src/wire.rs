@@ -99,6 +99,10 @@ pub struct SettingsJson {
     /// limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_concurrency: Option<u32>,
+    /// Tasks of one group handed out per period, each group with a bucket
+    /// of its own, enforced at claim; absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_rate_limit: Option<RateLimitJson>,
 }
 
 impl From<&QueueSettings> for SettingsJson {
@@ -114,6 +118,7 @@ impl From<&QueueSettings> for SettingsJson {
             rate_limit: s.rate_limit.as_ref().map(RateLimitJson::from),
             max_leased: s.max_leased,
             group_concurrency: s.group_concurrency,
+            group_rate_limit: s.group_rate_limit.as_ref().map(RateLimitJson::from),
         }
     }
 }
@@ -131,6 +136,7 @@ impl From<SettingsJson> for QueueSettings {
             rate_limit: s.rate_limit.map(RateLimit::from),
             max_leased: s.max_leased,
             group_concurrency: s.group_concurrency,
+            group_rate_limit: s.group_rate_limit.map(RateLimit::from),
         }
     }
 }
@@ -188,6 +194,15 @@ pub struct SettingsBody {
     )]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<u32>, nullable))]
     pub group_concurrency: Option<Option<u32>>,
+    /// A new rate limit for each group (a bucket per group); `null`
+    /// removes it.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<RateLimitJson>, nullable))]
+    pub group_rate_limit: Option<Option<RateLimitJson>>,
 }
 
 impl From<QueueChange> for SettingsBody {
@@ -203,6 +218,9 @@ impl From<QueueChange> for SettingsBody {
             rate_limit: c.rate_limit.map(|r| r.as_ref().map(RateLimitJson::from)),
             max_leased: c.max_leased,
             group_concurrency: c.group_concurrency,
+            group_rate_limit: c
+                .group_rate_limit
+                .map(|r| r.as_ref().map(RateLimitJson::from)),
         }
     }
 }
@@ -242,6 +260,11 @@ mod tests {
                 burst: 10,
             }),
             max_leased: Some(5),
+            group_rate_limit: Some(RateLimit {
+                limit: 2,
+                period: Duration::from_millis(500),
+                burst: 1,
+            }),
             ..QueueSettings::default()
         };
         assert_eq!(QueueSettings::from(SettingsJson::from(&s)), s);

@@ -74,7 +74,8 @@ walk (grp, seg, pos, gen, ctid, priority, run_at, id) AS (
     SELECT w.pos, w.grp, r.room, h.gen, h.ctid, h.priority, h.run_at, h.id
     FROM walk w
     CROSS JOIN LATERAL (
-        SELECT CASE WHEN w.grp = '' OR b.group_concurrency IS NULL THEN q.allowance
+        SELECT LEAST(
+               CASE WHEN w.grp = '' OR b.group_concurrency IS NULL THEN q.allowance
                ELSE LEAST(q.allowance, b.group_concurrency - (
                    SELECT count(*) FROM (
                        SELECT 1 FROM {schema}.tasks l
@@ -83,7 +84,13 @@ walk (grp, seg, pos, gen, ctid, priority, run_at, id) AS (
                        ORDER BY l.grp, l.lease_expires_at
                        LIMIT b.group_concurrency
                    ) live))
-               END AS room
+               END,
+               CASE WHEN w.grp = '' OR b.group_rate_limit IS NULL THEN q.allowance
+               ELSE floor(COALESCE(
+                   (SELECT {group_tokens:gb} FROM {schema}.group_buckets gb
+                    WHERE gb.queue_id = b.id AND gb.grp = w.grp),
+                   b.group_rate_burst) + 1e-9)::bigint
+               END) AS room
         FROM b, q
         -- Not pulled up into the outer query, where the planner would
         -- copy the count into the filter below and run it twice.

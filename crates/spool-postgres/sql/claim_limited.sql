@@ -36,9 +36,15 @@
 -- for the kind of queue this one no longer is takes nothing, spends
 -- nothing and answers no row.
 --
+-- A grouped claim under a group_rate_limit also spends its groups' tokens
+-- (group_spent.sql) and, when it took less than asked, may wait for them
+-- (group_refill.sql); other claims write no bucket (src/sql.rs gives them
+-- an empty step in its place).
+--
 -- Answers what claim.sql answers, each row also with `refill_ms` (how long
--- until the bucket holds a whole token again, 0 if it does; NULL without
--- a rate limit) and `expiry_ms` (with max_leased reached, or, for a
+-- until the bucket holds a whole token again, 0 if it does; or, for a
+-- grouped claim held back by its groups' buckets, until one holds a
+-- token; NULL without a rate limit) and `expiry_ms` (with max_leased reached, or, for a
 -- grouped claim, with groups full (sql/group_wait.sql): how long until the
 -- first live lease that may matter runs out): when a waiting claim should
 -- look again; and `throttled`: the limits let the claim take nothing
@@ -47,6 +53,7 @@
 WITH RECURSIVE b AS (
     SELECT id, lease_ms, rate_limit, rate_period_ms, rate_burst, max_leased,
            group_concurrency, has_groups, group_cursor, at,
+           group_rate_limit, group_rate_period_ms, group_rate_burst,
            {bucket_tokens} AS tokens
     FROM {schema}.queues,
          LATERAL (SELECT date_trunc('milliseconds', statement_timestamp()) AS at) t
@@ -91,12 +98,14 @@ WITH RECURSIVE b AS (
     WHERE id = (SELECT id FROM b)
       AND (rate_limit IS NOT NULL OR {last_turn} IS NOT NULL
            OR COALESCE((SELECT done FROM settled), false))
-), waits AS (
+), {group_spent}, waits AS (
     SELECT
-        CASE WHEN b.rate_limit IS NOT NULL THEN ceil(
-            GREATEST(0, 1 - (b.tokens - (SELECT count(*) FROM claimed)))
-            * b.rate_period_ms / b.rate_limit)::bigint
-        END AS refill_ms,
+        LEAST(
+            CASE WHEN b.rate_limit IS NOT NULL THEN ceil(
+                GREATEST(0, 1 - (b.tokens - (SELECT count(*) FROM claimed)))
+                * b.rate_period_ms / b.rate_limit)::bigint
+            END,
+            {group_refill}) AS refill_ms,
         LEAST(
             CASE WHEN b.max_leased IS NOT NULL
                       AND (SELECT n FROM live) + (SELECT count(*) FROM claimed) >= b.max_leased

@@ -88,6 +88,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "waiting parents and results beside the task row",
         sql: include_str!("../migrations/0013_dependency_side_tables.sql"),
     },
+    Migration {
+        version: 14,
+        name: "a rate limit for each group",
+        sql: include_str!("../migrations/0014_group_rate_limits.sql"),
+    },
 ];
 
 /// The latest version this build knows.

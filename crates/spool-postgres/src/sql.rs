@@ -58,23 +58,31 @@ enum Steps {
 /// `limit` is how many tasks the steps may take at most: `$3` (the claim's
 /// max), or what a limited claim computed.
 fn with_claim_steps(template: &str, steps: Steps, limit: &str) -> String {
-    let (fragment, last_turn, group_wait, grouped_guard) = match steps {
+    let (fragment, last_turn, group_wait, grouped_guard, group_spent, group_refill) = match steps {
         Steps::InOrder => (
             include_str!("../sql/claim_steps.sql"),
             "NULL::text",
             "NULL::bigint",
             "NOT (group_concurrency IS NOT NULL OR has_groups)",
+            "group_spent AS (SELECT NULL::double precision AS tokens WHERE false)",
+            "NULL::bigint",
         ),
         Steps::InTurn => (
             include_str!("../sql/claim_group_steps.sql"),
             "(SELECT p.grp FROM picked p JOIN claimed c ON c.n = p.n ORDER BY p.n DESC LIMIT 1)",
             include_str!("../sql/group_wait.sql"),
             "(group_concurrency IS NOT NULL OR has_groups)",
+            include_str!("../sql/group_spent.sql"),
+            include_str!("../sql/group_refill.sql"),
         ),
     };
+    let group_tokens = include_str!("../sql/group_bucket_tokens.sql").replace("{bucket}", "gb");
     template
         .replace("{claim_steps}", fragment)
         .replace("{claim_update}", include_str!("../sql/claim_update.sql"))
+        .replace("{group_spent}", group_spent)
+        .replace("{group_refill}", group_refill)
+        .replace("{group_tokens:gb}", &group_tokens)
         .replace("{limit}", limit)
         .replace("{last_turn}", last_turn)
         .replace("{group_wait}", group_wait)
@@ -366,6 +374,10 @@ mod tests {
             "{skip_locked}",
             "{bucket_tokens}",
             "{ready_waits}",
+            "{group_spent}",
+            "{group_refill}",
+            "{group_tokens:gb}",
+            "{bucket}",
         ] {
             assert!(!all.contains(p), "{p} left in a statement");
         }

@@ -46,7 +46,7 @@ impl Client {
     }
 
     /// The queue's settings, its claim limits (`rate_limit`, `max_leased`,
-    /// `group_concurrency`) among them; `not_found` for a queue nobody
+    /// `group_concurrency`, `group_rate_limit`) among them; `not_found` for a queue nobody
     /// created.
     pub async fn queue_settings(&self, queue: &str) -> Result<QueueSettings, EnqueueError> {
         Ok(self.store().get_queue(&QueueName::new(queue)?).await?)

@@ -144,6 +144,12 @@ macro_rules! __with_cases {
             a_long_poll_on_a_full_group_wakes_when_a_slot_frees
             group_concurrency_changed_live_takes_effect
             groups_report_waiting_and_leased
+            each_group_has_a_rate_limit_of_its_own
+            each_group_refills_at_its_rate
+            a_group_keeps_its_bucket_between_tasks
+            a_long_poll_held_back_by_a_group_wakes_on_refill
+            a_group_rate_limit_changed_live_takes_effect
+            an_invalid_group_rate_limit_is_refused
             a_task_waits_for_every_parent
             a_batch_names_parents_by_position
             a_dead_parent_cancels_dependents_down_the_chain

@@ -62,7 +62,7 @@
 //! [`Client::cancel`] cancels a task in any state; a running one's handler
 //! sees [`Context::cancellation`] fire within 100 ms. [`Client::change_queue`]
 //! sets a queue's claim limits ([`QueueChange`]: a [`RateLimit`],
-//! `max_leased`, `group_concurrency`) live, for every worker on the store.
+//! `max_leased`, `group_concurrency`, `group_rate_limit`) live, for every worker on the store.
 //!
 //! # Stores
 //!

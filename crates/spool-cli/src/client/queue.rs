@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use spool_core::wire::SettingsJson;
+use spool_core::wire::{RateLimitJson, SettingsJson};
 use spool_core::{QueueChange, QueueName, RateLimit, Store};
 
 use super::args;
@@ -20,9 +20,11 @@ Shows QUEUE's settings, or changes its claim limits live. A rate limit
 hands out at most LIMIT tasks per PERIOD (`--rate-limit 100/1s`), in bursts
 of at most `--burst` (default: LIMIT); `--max-leased N` caps the queue's
 tasks leased at once across every worker; `--group-concurrency N` caps the
-tasks of any one group (`spool enqueue --group`) leased at once.
-`--no-rate-limit`, `--no-max-leased` and `--no-group-concurrency` remove
-them. Other settings keep their values.";
+tasks of any one group (`spool enqueue --group`) leased at once;
+`--group-rate-limit 10/1s` gives each group a rate limit of its own (burst
+`--group-burst`, default: its LIMIT). `--no-rate-limit`, `--no-max-leased`,
+`--no-group-concurrency` and `--no-group-rate-limit` remove them. Other
+settings keep their values.";
 
 /// Options of `spool queue`.
 #[derive(Debug, Clone, Args)]
@@ -60,6 +62,19 @@ pub(crate) struct QueueSettingsArgs {
     #[arg(long)]
     pub no_group_concurrency: bool,
 
+    /// At most LIMIT tasks of any one group handed out per PERIOD, each
+    /// group with a bucket of its own, e.g. `10/1s`.
+    #[arg(long, value_parser = rate, conflicts_with = "no_group_rate_limit")]
+    pub group_rate_limit: Option<(u32, Duration)>,
+
+    /// The group rate limit's burst (default: its LIMIT).
+    #[arg(long, requires = "group_rate_limit")]
+    pub group_burst: Option<u32>,
+
+    /// Removes the queue's rate limit per group.
+    #[arg(long)]
+    pub no_group_rate_limit: bool,
+
     /// Print the settings as JSON.
     #[arg(long)]
     pub json: bool,
@@ -83,24 +98,36 @@ fn rate(s: &str) -> Result<(u32, Duration), String> {
 impl QueueSettingsArgs {
     /// The change the options ask for; `None` when they ask for none.
     fn change(&self) -> Option<QueueChange> {
-        let rate_limit = match (self.rate_limit, self.no_rate_limit) {
-            (Some((limit, period)), _) => Some(Some(RateLimit {
-                limit,
-                period,
-                burst: self.burst.unwrap_or(limit),
-            })),
-            (None, true) => Some(None),
-            (None, false) => None,
-        };
-        let max_leased = limit_change(self.max_leased, self.no_max_leased);
-        let group_concurrency = limit_change(self.group_concurrency, self.no_group_concurrency);
         let change = QueueChange {
-            rate_limit,
-            max_leased,
-            group_concurrency,
+            rate_limit: rate_change(self.rate_limit, self.burst, self.no_rate_limit),
+            max_leased: limit_change(self.max_leased, self.no_max_leased),
+            group_concurrency: limit_change(self.group_concurrency, self.no_group_concurrency),
+            group_rate_limit: rate_change(
+                self.group_rate_limit,
+                self.group_burst,
+                self.no_group_rate_limit,
+            ),
             ..QueueChange::default()
         };
         (change != QueueChange::default()).then_some(change)
+    }
+}
+
+/// `--RATE LIMIT/PERIOD` (with its burst) sets a rate limit, `--no-RATE`
+/// removes it; neither keeps it.
+fn rate_change(
+    set: Option<(u32, Duration)>,
+    burst: Option<u32>,
+    remove: bool,
+) -> Option<Option<RateLimit>> {
+    match (set, remove) {
+        (Some((limit, period)), _) => Some(Some(RateLimit {
+            limit,
+            period,
+            burst: burst.unwrap_or(limit),
+        })),
+        (None, true) => Some(None),
+        (None, false) => None,
     }
 }
 
@@ -128,16 +155,20 @@ pub(crate) fn run(args: QueueSettingsArgs) -> anyhow::Result<()> {
     if args.json {
         return super::print_json(&serde_json::to_value(&json)?);
     }
-    let rate = json.rate_limit.map_or("none".to_string(), |r| {
-        format!("{}/{}ms, burst {}", r.limit, r.period_ms, r.burst)
-    });
+    let rate = |r: Option<RateLimitJson>| {
+        r.map_or("none".to_string(), |r| {
+            format!("{}/{}ms, burst {}", r.limit, r.period_ms, r.burst)
+        })
+    };
     super::print(&format!(
-        "queue {}\n  lease {}ms, max attempts {}, paused {}\n  rate limit {rate}\n  max leased {}\n  group concurrency {}\n",
+        "queue {}\n  lease {}ms, max attempts {}, paused {}\n  rate limit {}\n  max leased {}\n  group concurrency {}\n  group rate limit {}\n",
         args.queue,
         json.lease_ms,
         json.max_attempts,
         json.paused,
+        rate(json.rate_limit),
         shown(json.max_leased),
         shown(json.group_concurrency),
+        rate(json.group_rate_limit),
     ))
 }

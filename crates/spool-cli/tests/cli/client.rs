@@ -380,9 +380,17 @@ fn queue_limits_are_set_shown_and_removed() -> TestResult {
         "5",
         "--group-concurrency",
         "2",
+        "--group-rate-limit",
+        "10/1s",
+        "--group-burst",
+        "3",
         "--json",
     ]);
     let json: serde_json::Value = serde_json::from_str(&set)?;
+    assert_eq!(
+        json["group_rate_limit"],
+        serde_json::json!({"limit": 10, "period_ms": 1000, "burst": 3})
+    );
     assert_eq!(
         json["rate_limit"],
         serde_json::json!({"limit": 100, "period_ms": 1000, "burst": 20})
@@ -393,15 +401,21 @@ fn queue_limits_are_set_shown_and_removed() -> TestResult {
     assert!(shown.contains("rate limit 100/1000ms, burst 20"), "{shown}");
     assert!(shown.contains("max leased 5"), "{shown}");
     assert!(shown.contains("group concurrency 2"), "{shown}");
+    assert!(
+        shown.contains("group rate limit 10/1000ms, burst 3"),
+        "{shown}"
+    );
     let cleared = server.ok(&[
         "queue",
         "metered",
         "--no-rate-limit",
         "--no-group-concurrency",
+        "--no-group-rate-limit",
         "--json",
     ]);
     let json: serde_json::Value = serde_json::from_str(&cleared)?;
     assert!(json.get("rate_limit").is_none(), "{cleared}");
+    assert!(json.get("group_rate_limit").is_none(), "{cleared}");
     assert!(json.get("group_concurrency").is_none(), "{cleared}");
     assert_eq!(json["max_leased"], 5, "the other limit stays");
     let shown = server.ok(&["queue", "metered"]);

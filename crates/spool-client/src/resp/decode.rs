@@ -292,6 +292,7 @@ pub(super) fn settings(v: Value) -> Result<QueueSettings, StoreError> {
         rate_limit: f.optional("rate_limit", rate_limit)?,
         max_leased: f.optional("max_leased", small)?,
         group_concurrency: f.optional("group_concurrency", small)?,
+        group_rate_limit: f.optional("group_rate_limit", rate_limit)?,
     })
 }
 

@@ -18,8 +18,8 @@ use spool_core::time::duration_millis;
 use spool_core::{
     Ack, Cadence, ClaimRequest, EnqueueOutcome, FailRequest, GroupStats, Kind, LeaseToken,
     ListOrder, ListRequest, NewTask, Parent, ParentFailure, Payload, PayloadFormat, QueueChange,
-    QueueName, QueueSettings, QueueStats, Schedule, ScheduleSpec, Store, StoreError, Task, TaskId,
-    TaskPage, TaskPatch, TaskRef, Timestamp,
+    QueueName, QueueSettings, QueueStats, RateLimit, Schedule, ScheduleSpec, Store, StoreError,
+    Task, TaskId, TaskPage, TaskPatch, TaskRef, Timestamp,
 };
 
 use super::conn::encode;
@@ -119,6 +119,19 @@ impl Cmd {
             None => self,
             Some(None) => self.arg(name).arg("OFF"),
             Some(Some(n)) => self.arg(name).num(n),
+        }
+    }
+
+    /// `NAME limit period_ms burst`, or `NAME OFF`, for a rate limit given.
+    fn rate_limit(self, name: &str, change: Option<Option<RateLimit>>) -> Cmd {
+        match change {
+            None => self,
+            Some(None) => self.arg(name).arg("OFF"),
+            Some(Some(r)) => self
+                .arg(name)
+                .num(r.limit)
+                .num(duration_millis(r.period))
+                .num(r.burst),
         }
     }
 
@@ -463,19 +476,11 @@ impl Store for RespStore {
             .option("BACKOFFMAX", ms(change.backoff_max))
             .option("DEDUPWINDOW", ms(change.dedup_window))
             .option("MAXPAYLOAD", change.max_payload)
-            .option("PAUSED", change.paused.map(u8::from));
-        let cmd = match change.rate_limit {
-            None => cmd,
-            Some(None) => cmd.arg("RATELIMIT").arg("OFF"),
-            Some(Some(r)) => cmd
-                .arg("RATELIMIT")
-                .num(r.limit)
-                .num(duration_millis(r.period))
-                .num(r.burst),
-        };
-        let cmd = cmd
+            .option("PAUSED", change.paused.map(u8::from))
+            .rate_limit("RATELIMIT", change.rate_limit)
             .limit("MAXLEASED", change.max_leased)
-            .limit("GROUPCONCURRENCY", change.group_concurrency);
+            .limit("GROUPCONCURRENCY", change.group_concurrency)
+            .rate_limit("GROUPRATELIMIT", change.group_rate_limit);
         decode::settings(self.run(cmd, Target::Queue(queue)).await?)
     }
 

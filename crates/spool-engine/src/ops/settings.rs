@@ -73,13 +73,16 @@ pub(crate) fn read_schedule_spec(r: &mut Reader<'_>) -> Result<ScheduleSpec, Dec
 /// and which limits follow it: a rate limit (limit u32, period_ms u64,
 /// burst u32) when bit 1 is set, then a limit on tasks leased at once
 /// (u32) when bit 2 is, then a limit on the tasks of one group leased at
-/// once (u32) when bit 3 is. Spool wrote only 0 and 1 there before queues had
-/// limits, so those records read as they always did, and settings without
-/// limits are still written byte for byte as before.
+/// once (u32) when bit 3 is, then a rate limit for each group (laid out as
+/// the queue's) when bit 4 is. Spool wrote only 0 and 1 there before queues
+/// had limits, and each limit's bit was unset before it existed, so those
+/// records read as they always did, and settings without limits are still
+/// written byte for byte as before.
 const SETTINGS_PAUSED: u8 = 1;
 const SETTINGS_RATE_LIMIT: u8 = 2;
 const SETTINGS_MAX_LEASED: u8 = 4;
 const SETTINGS_GROUP_CONCURRENCY: u8 = 8;
+const SETTINGS_GROUP_RATE_LIMIT: u8 = 16;
 
 pub(crate) fn put_settings(buf: &mut Vec<u8>, s: &QueueSettings) {
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
@@ -89,32 +92,31 @@ pub(crate) fn put_settings(buf: &mut Vec<u8>, s: &QueueSettings) {
     codec::put_u64(buf, ms(s.backoff_max));
     codec::put_u64(buf, ms(s.dedup_window));
     codec::put_u64(buf, s.max_payload);
-    let rate = if s.rate_limit.is_some() {
-        SETTINGS_RATE_LIMIT
-    } else {
-        0
-    };
-    let leased = if s.max_leased.is_some() {
-        SETTINGS_MAX_LEASED
-    } else {
-        0
-    };
-    let groups = if s.group_concurrency.is_some() {
-        SETTINGS_GROUP_CONCURRENCY
-    } else {
-        0
-    };
-    codec::put_u8(buf, u8::from(s.paused) | rate | leased | groups);
-    if let Some(r) = &s.rate_limit {
+    let flag = |set: bool, bit: u8| if set { bit } else { 0 };
+    codec::put_u8(
+        buf,
+        u8::from(s.paused)
+            | flag(s.rate_limit.is_some(), SETTINGS_RATE_LIMIT)
+            | flag(s.max_leased.is_some(), SETTINGS_MAX_LEASED)
+            | flag(s.group_concurrency.is_some(), SETTINGS_GROUP_CONCURRENCY)
+            | flag(s.group_rate_limit.is_some(), SETTINGS_GROUP_RATE_LIMIT),
+    );
+    let put_rate = |buf: &mut Vec<u8>, r: &RateLimit| {
         codec::put_u32(buf, r.limit);
         codec::put_u64(buf, ms(r.period));
         codec::put_u32(buf, r.burst);
+    };
+    if let Some(r) = &s.rate_limit {
+        put_rate(buf, r);
     }
     if let Some(n) = s.max_leased {
         codec::put_u32(buf, n);
     }
     if let Some(n) = s.group_concurrency {
         codec::put_u32(buf, n);
+    }
+    if let Some(r) = &s.group_rate_limit {
+        put_rate(buf, r);
     }
 }
 
@@ -128,19 +130,25 @@ pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeE
     let max_payload = r.u64("max_payload")?;
     let at = r.position();
     let flags = r.u8("paused")?;
-    let known =
-        SETTINGS_PAUSED | SETTINGS_RATE_LIMIT | SETTINGS_MAX_LEASED | SETTINGS_GROUP_CONCURRENCY;
+    let known = SETTINGS_PAUSED
+        | SETTINGS_RATE_LIMIT
+        | SETTINGS_MAX_LEASED
+        | SETTINGS_GROUP_CONCURRENCY
+        | SETTINGS_GROUP_RATE_LIMIT;
     if flags & !known != 0 {
         return Err(DecodeError { what: "paused", at });
     }
-    let paused = flags & SETTINGS_PAUSED != 0;
-    let rate_limit = match flags & SETTINGS_RATE_LIMIT {
-        0 => None,
-        _ => Some(RateLimit {
+    let read_rate = |r: &mut Reader<'_>| -> Result<RateLimit, DecodeError> {
+        Ok(RateLimit {
             limit: r.u32("rate limit")?,
             period: ms(r.u64("rate period")?),
             burst: r.u32("rate burst")?,
-        }),
+        })
+    };
+    let paused = flags & SETTINGS_PAUSED != 0;
+    let rate_limit = match flags & SETTINGS_RATE_LIMIT {
+        0 => None,
+        _ => Some(read_rate(r)?),
     };
     let max_leased = match flags & SETTINGS_MAX_LEASED {
         0 => None,
@@ -149,6 +157,10 @@ pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeE
     let group_concurrency = match flags & SETTINGS_GROUP_CONCURRENCY {
         0 => None,
         _ => Some(r.u32("group_concurrency")?),
+    };
+    let group_rate_limit = match flags & SETTINGS_GROUP_RATE_LIMIT {
+        0 => None,
+        _ => Some(read_rate(r)?),
     };
     Ok(QueueSettings {
         lease,
@@ -161,5 +173,6 @@ pub(crate) fn read_settings(r: &mut Reader<'_>) -> Result<QueueSettings, DecodeE
         rate_limit,
         max_leased,
         group_concurrency,
+        group_rate_limit,
     })
 }

@@ -234,19 +234,27 @@ fn limits_go_through_the_log() {
         period: Duration::from_millis(250),
         burst: 3,
     });
+    let per_group = Some(RateLimit {
+        limit: 2,
+        period: Duration::from_secs(1),
+        burst: 1,
+    });
     let cases = [
-        (rate_limit, None, None),
-        (None, Some(9), None),
-        (rate_limit, Some(9), None),
-        (None, None, Some(2)),
-        (rate_limit, Some(9), Some(2)),
+        (rate_limit, None, None, None),
+        (None, Some(9), None, None),
+        (rate_limit, Some(9), None, None),
+        (None, None, Some(2), None),
+        (rate_limit, Some(9), Some(2), None),
+        (None, None, None, per_group),
+        (rate_limit, Some(9), Some(2), per_group),
     ];
-    for (rate_limit, max_leased, group_concurrency) in cases {
+    for (rate_limit, max_leased, group_concurrency, group_rate_limit) in cases {
         let settings = QueueSettings {
             paused: true,
             rate_limit,
             max_leased,
             group_concurrency,
+            group_rate_limit,
             ..QueueSettings::default()
         };
         let mut body = Vec::new();
@@ -272,6 +280,6 @@ fn settings_without_limits_are_written_as_before() {
     let mut body = Vec::new();
     put_queue(QueueSettings::default()).encode(&mut body, &mut Vec::new());
     let last = body.len() - 1;
-    body[last] = 16;
+    body[last] = 32;
     assert_eq!(decoded_settings(&body).unwrap_err().what, "paused");
 }

@@ -12,9 +12,13 @@
 //!   (`tasks` counts them); its name maps to that slot and back, and a
 //!   slot freed with its last task may be reused by a new group;
 //! - its counts are exact for ready, scheduled and leased tasks;
-//! - `turns` holds exactly the groups with a ready task and a free slot
-//!   under the queue's `group_concurrency`, so a claim never looks at a
-//!   full or empty group, however many there are;
+//! - `turns` holds exactly the groups with a ready task, a free slot
+//!   under the queue's `group_concurrency` and a token in their bucket
+//!   under its `group_rate_limit`, so a claim never looks at a full,
+//!   throttled or empty group, however many there are;
+//! - `throttled` holds exactly the groups whose bucket a claim emptied,
+//!   by when it holds a token again; [`Groups::unthrottle`] puts them back
+//!   once that time has come;
 //! - a grouped ready task is in its group's ready index, never in the
 //!   queue's, which holds the ungrouped ones.
 //!
@@ -23,14 +27,20 @@
 //! served last. That cursor is a name, so it outlives the group's slot;
 //! it lives in memory only: a restart starts the round again from the
 //! ungrouped tasks.
+//!
+//! Each group's rate-limit bucket lives in memory only too, like the
+//! queue's (a restart starts them full). A group whose last task has gone
+//! keeps its bucket by name in `resting` until the bucket is full again,
+//! so that a group enqueued and claimed one task at a time is held to its
+//! rate as well.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU32;
 use std::ops::Bound;
 
 use hashbrown::HashMap;
 use spool_core::groups::GroupStats;
-use spool_core::TaskGroup;
+use spool_core::{RateLimit, TaskGroup, Timestamp, TokenBucket};
 
 use super::ready::ReadyIndex;
 
@@ -50,7 +60,7 @@ impl GroupCounts {
 
 /// Where a group lives in its queue's [`Groups`]. Non-zero, so that a
 /// task's optional slot takes four bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct GroupSlot(NonZeroU32);
 
 impl GroupSlot {
@@ -73,6 +83,19 @@ pub(crate) struct Group {
     /// Whether it is in `Groups::turns`, so that keeping the turns
     /// current costs no ordered-map lookup when nothing changes.
     in_turns: bool,
+    /// Its `group_rate_limit` tokens; `None`: a full bucket.
+    bucket: Option<TokenBucket>,
+    /// When its emptied bucket holds a token again; out of the turns until
+    /// then.
+    throttled_until: Option<Timestamp>,
+}
+
+impl Group {
+    /// Whether the group can take a turn: a task ready, room under `cap`,
+    /// tokens in its bucket.
+    fn may_take_turn(&self, cap: Option<u32>) -> bool {
+        self.counts.ready > 0 && has_room(self.counts.leased, cap) && self.throttled_until.is_none()
+    }
 }
 
 /// Whose turn a claim serves: the ungrouped tasks, or one group.
@@ -102,6 +125,12 @@ pub(crate) struct Groups {
     pub ready: u64,
     /// Groups with a task ready, scheduled or leased.
     counted: usize,
+    /// Groups whose bucket is empty, by when it holds a token again.
+    throttled: BTreeSet<(Timestamp, GroupSlot)>,
+    /// The buckets, not yet full, of groups whose last task has gone.
+    resting: HashMap<TaskGroup, TokenBucket>,
+    /// `resting`'s size after it was last pruned of full buckets.
+    resting_pruned: usize,
 }
 
 impl Groups {
@@ -121,12 +150,19 @@ impl Groups {
             }
             return slot;
         }
+        let bucket = if self.resting.is_empty() {
+            None
+        } else {
+            self.resting.remove(g)
+        };
         let group = Group {
             name: g.clone(),
             ready: ReadyIndex::default(),
             counts: GroupCounts::default(),
             tasks: 1,
             in_turns: false,
+            bucket,
+            throttled_until: None,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -156,6 +192,12 @@ impl Groups {
             self.by_name.remove(&group.name);
             if group.in_turns {
                 self.turns.remove(&group.name);
+            }
+            if let Some(at) = group.throttled_until {
+                self.throttled.remove(&(at, slot));
+            }
+            if let Some(bucket) = group.bucket {
+                self.resting.insert(group.name, bucket);
             }
             self.free.push(slot);
         }
@@ -198,7 +240,7 @@ impl Groups {
             (true, false) => self.counted -= 1,
             _ => {}
         }
-        let turn = c.ready > 0 && has_room(c.leased, cap);
+        let turn = group.may_take_turn(cap);
         if turn != group.in_turns {
             group.in_turns = turn;
             if turn {
@@ -214,7 +256,7 @@ impl Groups {
         self.turns.clear();
         for (i, group) in self.slots.iter_mut().enumerate() {
             let Some(group) = group else { continue };
-            group.in_turns = group.counts.ready > 0 && has_room(group.counts.leased, cap);
+            group.in_turns = group.may_take_turn(cap);
             if group.in_turns {
                 self.turns.insert(group.name.clone(), GroupSlot::at(i));
             }
@@ -225,6 +267,108 @@ impl Groups {
     pub(crate) fn room(&self, slot: GroupSlot, cap: Option<u32>) -> u64 {
         let leased = self.slot(slot).map_or(0, |group| group.counts.leased);
         cap.map_or(u64::MAX, |cap| u64::from(cap).saturating_sub(leased))
+    }
+
+    /// Tokens the group's bucket holds now under `limit`.
+    pub(crate) fn tokens(&mut self, slot: GroupSlot, limit: &RateLimit, now: Timestamp) -> u64 {
+        let Some(group) = self.slot_mut(slot) else {
+            return 0;
+        };
+        let bucket = group
+            .bucket
+            .get_or_insert_with(|| TokenBucket::full(limit, now));
+        u64::from(bucket.available(limit, now))
+    }
+
+    /// Takes `n` tokens from the group's bucket; a bucket left empty takes
+    /// the group out of the turns until it holds a token again, and that
+    /// time is the answer.
+    pub(crate) fn take_tokens(
+        &mut self,
+        slot: GroupSlot,
+        limit: &RateLimit,
+        now: Timestamp,
+        n: u32,
+    ) -> Option<Timestamp> {
+        self.prune_resting(limit, now);
+        let group = self.slot_mut(slot)?;
+        group
+            .bucket
+            .get_or_insert_with(|| TokenBucket::full(limit, now))
+            .take(limit, now, n);
+        self.throttle_if_spent(slot, limit, now)
+    }
+
+    /// Takes the group out of the turns while its bucket holds no whole
+    /// token: after a claim spent it, or when a group comes back to a
+    /// bucket it spent before (`resting`). Answers when it holds one again.
+    pub(crate) fn throttle_if_spent(
+        &mut self,
+        slot: GroupSlot,
+        limit: &RateLimit,
+        now: Timestamp,
+    ) -> Option<Timestamp> {
+        let group = self.slots.get_mut(slot.index())?.as_mut()?;
+        if group.throttled_until.is_some() {
+            return group.throttled_until;
+        }
+        let bucket = group.bucket.as_mut()?;
+        if bucket.available(limit, now) > 0 {
+            return None;
+        }
+        let at = now.plus(bucket.next_token_in(limit, now));
+        group.throttled_until = Some(at);
+        if group.in_turns {
+            group.in_turns = false;
+            self.turns.remove(&group.name);
+        }
+        self.throttled.insert((at, slot));
+        Some(at)
+    }
+
+    /// Puts the groups whose bucket holds a token again by `now` back in
+    /// the turns.
+    pub(crate) fn unthrottle(&mut self, now: Timestamp, cap: Option<u32>) {
+        while let Some(&(at, slot)) = self.throttled.first() {
+            if at > now {
+                break;
+            }
+            self.throttled.pop_first();
+            if let Some(group) = self.slot_mut(slot) {
+                group.throttled_until = None;
+            }
+            self.change(slot, cap, |_| {});
+        }
+    }
+
+    /// When the first throttled group holds a token again.
+    pub(crate) fn next_refill(&self) -> Option<Timestamp> {
+        self.throttled.first().map(|&(at, _)| at)
+    }
+
+    /// Forgets every group's bucket, for a new or removed
+    /// `group_rate_limit`: each starts full (docs/spec.md §4).
+    pub(crate) fn refill_all(&mut self, cap: Option<u32>) {
+        for group in self.slots.iter_mut().flatten() {
+            group.bucket = None;
+            group.throttled_until = None;
+        }
+        self.throttled.clear();
+        self.resting.clear();
+        self.resting_pruned = 0;
+        self.recap(cap);
+    }
+
+    /// Drops the resting buckets that are full by `now`, once `resting` has
+    /// doubled since it was last pruned: a full bucket is what a group
+    /// that comes back starts with anyway.
+    fn prune_resting(&mut self, limit: &RateLimit, now: Timestamp) {
+        if self.resting.len() <= 2 * self.resting_pruned + 64 {
+            return;
+        }
+        self.resting
+            .retain(|_, b| b.available(limit, now) < limit.burst);
+        self.resting_pruned = self.resting.len();
     }
 
     /// Up to `n` turns in claim order, starting after the last served:
@@ -370,6 +514,50 @@ mod tests {
             groups.next_turns(false, 10),
             vec![Turn::Group(c), Turn::Group(d), Turn::Group(a)],
             "the round goes on after the name b, not after slot b"
+        );
+    }
+
+    #[test]
+    fn an_emptied_bucket_takes_its_group_out_of_the_turns_until_it_refills() {
+        let per_second = RateLimit {
+            limit: 1,
+            period: std::time::Duration::from_secs(1),
+            burst: 2,
+        };
+        let at = Timestamp::from_millis;
+        let mut groups = Groups::default();
+        let a = ready(&mut groups, "a", None);
+        assert_eq!(groups.tokens(a, &per_second, at(0)), 2);
+        assert_eq!(groups.take_tokens(a, &per_second, at(0), 1), None);
+        assert_eq!(groups.take_tokens(a, &per_second, at(0), 1), Some(at(1000)));
+        assert!(!groups.any_turn(), "out of tokens");
+        assert_eq!(groups.next_refill(), Some(at(1000)));
+        groups.unthrottle(at(999), None);
+        assert!(!groups.any_turn());
+        groups.unthrottle(at(1000), None);
+        assert!(groups.any_turn(), "a token again");
+        assert_eq!(groups.next_refill(), None);
+
+        // Its last task gone, the group's spent bucket waits for it.
+        groups.take_tokens(a, &per_second, at(1000), 1);
+        groups.change(a, None, |a| a.counts.ready = 0);
+        groups.leave(a);
+        assert_eq!(groups.next_refill(), None, "no throttled group left");
+        let again = groups.join(&g("a"));
+        assert_eq!(
+            groups.throttle_if_spent(again, &per_second, at(1500)),
+            Some(at(2000)),
+            "back to its spent bucket"
+        );
+        groups.change(again, None, |a| a.counts.ready += 1);
+        assert!(!groups.any_turn(), "throttled from its return");
+        assert_eq!(groups.tokens(again, &per_second, at(1500)), 0);
+        assert_eq!(groups.tokens(again, &per_second, at(2000)), 1);
+        groups.refill_all(None);
+        assert_eq!(
+            groups.tokens(again, &per_second, at(2000)),
+            2,
+            "a new limit starts full"
         );
     }
 }

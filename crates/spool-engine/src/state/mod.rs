@@ -160,7 +160,13 @@ impl State {
         if let Some(key) = extra.as_ref().and_then(|x| x.key.as_ref()) {
             queue.keys.bind(key.clone(), id);
         }
-        let group = group.map(|g| queue.groups.join(g));
+        let group = group.map(|g| {
+            let slot = queue.groups.join(g);
+            if let Some(limit) = queue.settings.group_rate_limit {
+                queue.groups.throttle_if_spent(slot, &limit, now);
+            }
+            slot
+        });
         if let Some(deps) = extra.as_ref().and_then(|x| x.deps.as_deref()) {
             self.register_waits(id, deps);
         }
@@ -347,7 +353,9 @@ impl State {
     }
 
     /// Up to `max` ready tasks of queue `q` in claim order, without taking
-    /// them, each group's limit respected; notes the turn served last.
+    /// them, each group's limits respected; notes the turn served last and
+    /// takes each group's tokens under the queue's `group_rate_limit` for
+    /// the tasks it gives (the claim that asks takes them all).
     ///
     /// With groups, the claim takes one task per turn (`groups::Turn`) in
     /// rounds: each round serves the next turns in order, a turn whose
@@ -355,7 +363,7 @@ impl State {
     /// turns can be served, and those are peeked a few tasks deep at a
     /// time, so a claim costs about `max` lookups however many groups the
     /// queue has.
-    pub(crate) fn claim_order(&mut self, q: u32, max: usize) -> Vec<u64> {
+    pub(crate) fn claim_order(&mut self, q: u32, max: usize, now: Timestamp) -> Vec<u64> {
         let queue = &mut self.queues[q as usize];
         if queue.groups.is_idle() {
             return front::front(&self.tasks, &mut queue.ready, q, max);
@@ -366,11 +374,15 @@ impl State {
             return Vec::new();
         }
         let cap = queue.settings.group_concurrency;
+        let per_group = queue.settings.group_rate_limit;
         let room: Vec<u64> = turns
             .iter()
             .map(|t| match t {
                 Turn::Ungrouped => u64::MAX,
-                Turn::Group(g) => queue.groups.room(*g, cap),
+                Turn::Group(g) => {
+                    let room = queue.groups.room(*g, cap);
+                    per_group.map_or(room, |l| room.min(queue.groups.tokens(*g, &l, now)))
+                }
             })
             .collect();
         let mut depth = max.div_ceil(turns.len());
@@ -401,19 +413,28 @@ impl State {
         }
         let mut out = Vec::with_capacity(max);
         let mut last = None;
+        let mut given = vec![0u32; turns.len()];
         'rounds: for round in 0..depth {
-            for (t, span) in turns.iter().zip(&spans) {
+            for (i, (t, span)) in turns.iter().zip(&spans).enumerate() {
                 if out.len() >= max {
                     break 'rounds;
                 }
                 if let Some(&id) = ids[span.clone()].get(round) {
                     out.push(id);
+                    given[i] += 1;
                     last = Some(t);
                 }
             }
         }
         if let Some(&t) = last {
             queue.groups.served(t);
+        }
+        if let Some(limit) = per_group {
+            for (t, &n) in turns.iter().zip(&given) {
+                if let (Turn::Group(g), true) = (t, n > 0) {
+                    queue.groups.take_tokens(*g, &limit, now, n);
+                }
+            }
         }
         out
     }

@@ -82,21 +82,36 @@ impl QueueState {
         }
     }
 
-    /// How long until the rate limit allows another task, when it allows
-    /// none now.
+    /// How long until a rate limit allows another task: the queue's, when
+    /// it allows none now, or else the first throttled group's.
     pub(crate) fn refill_in(&mut self, now: Timestamp) -> Option<Duration> {
-        let limit = self.settings.rate_limit?;
-        let bucket = self.bucket.as_mut()?;
-        Some(bucket.next_token_in(&limit, now)).filter(|d| !d.is_zero())
+        let queue = self.settings.rate_limit.and_then(|limit| {
+            let bucket = self.bucket.as_mut()?;
+            Some(bucket.next_token_in(&limit, now)).filter(|d| !d.is_zero())
+        });
+        queue.or_else(|| {
+            let at = self.groups.next_refill()?;
+            Some(at.since(now).max(Duration::from_millis(1)))
+        })
+    }
+
+    /// Puts the groups whose buckets hold a token again by `now` back in
+    /// the claims' turns.
+    pub(crate) fn unthrottle_groups(&mut self, now: Timestamp) {
+        if self.settings.group_rate_limit.is_some() {
+            self.groups.unthrottle(now, self.settings.group_concurrency);
+        }
     }
 
     /// New settings. A rate limit that is new or changed starts with a
-    /// full bucket (docs/spec.md §4).
+    /// full bucket, each group's too (docs/spec.md §4).
     pub(crate) fn set_settings(&mut self, settings: QueueSettings) {
         if settings.rate_limit != self.settings.rate_limit {
             self.bucket = None;
         }
-        if settings.group_concurrency != self.settings.group_concurrency {
+        if settings.group_rate_limit != self.settings.group_rate_limit {
+            self.groups.refill_all(settings.group_concurrency);
+        } else if settings.group_concurrency != self.settings.group_concurrency {
             self.groups.recap(settings.group_concurrency);
         }
         self.settings = settings;

@@ -30,6 +30,31 @@ pub(crate) struct SettingsParams {
     rate_burst: Option<i32>,
     max_leased: Option<i32>,
     group_concurrency: Option<i32>,
+    group_rate: RateColumns,
+}
+
+/// A rate limit as its three columns, all `None` for no limit.
+struct RateColumns {
+    limit: Option<i32>,
+    period_ms: Option<i64>,
+    burst: Option<i32>,
+}
+
+impl RateColumns {
+    /// `r` as column values; `field` names the setting in errors.
+    fn of(field: &str, r: Option<RateLimit>) -> Result<RateColumns, StoreError> {
+        Ok(RateColumns {
+            limit: r
+                .map(|r| int(&format!("{field}.limit"), r.limit))
+                .transpose()?,
+            period_ms: r
+                .map(|r| millis(&format!("{field}.period_ms"), r.period))
+                .transpose()?,
+            burst: r
+                .map(|r| int(&format!("{field}.burst"), r.burst))
+                .transpose()?,
+        })
+    }
 }
 
 impl SettingsParams {
@@ -55,14 +80,18 @@ impl SettingsParams {
     }
 
     /// The limits, in the order of `put_queue.sql`'s last parameters
-    /// (the claim limits, then the bound on each group's leases).
-    fn limit_params(&self) -> [&(dyn ToSql + Sync); 5] {
+    /// (the claim limits, then the bound on each group's leases and each
+    /// group's rate limit).
+    fn limit_params(&self) -> [&(dyn ToSql + Sync); 8] {
         [
             &self.rate_limit,
             &self.rate_period_ms,
             &self.rate_burst,
             &self.max_leased,
             &self.group_concurrency,
+            &self.group_rate.limit,
+            &self.group_rate.period_ms,
+            &self.group_rate.burst,
         ]
     }
 }
@@ -78,6 +107,7 @@ pub(crate) fn settings_params(
     s: &QueueSettings,
 ) -> Result<SettingsParams, StoreError> {
     s.validate()?;
+    let rate = RateColumns::of("rate_limit", s.rate_limit)?;
     Ok(SettingsParams {
         name: queue.as_str().to_string(),
         lease_ms: millis("lease_ms", s.lease)?,
@@ -89,23 +119,15 @@ pub(crate) fn settings_params(
         max_payload: i64::try_from(s.max_payload)
             .map_err(|_| StoreError::bad_request("max_payload is too large"))?,
         paused: s.paused,
-        rate_limit: s
-            .rate_limit
-            .map(|r| int("rate_limit.limit", r.limit))
-            .transpose()?,
-        rate_period_ms: s
-            .rate_limit
-            .map(|r| millis("rate_limit.period_ms", r.period))
-            .transpose()?,
-        rate_burst: s
-            .rate_limit
-            .map(|r| int("rate_limit.burst", r.burst))
-            .transpose()?,
+        rate_limit: rate.limit,
+        rate_period_ms: rate.period_ms,
+        rate_burst: rate.burst,
         max_leased: s.max_leased.map(|n| int("max_leased", n)).transpose()?,
         group_concurrency: s
             .group_concurrency
             .map(|n| int("group_concurrency", n))
             .transpose()?,
+        group_rate: RateColumns::of("group_rate_limit", s.group_rate_limit)?,
     })
 }
 
@@ -129,16 +151,32 @@ fn settings_from(row: &Row) -> Result<QueueSettings, StoreError> {
         max_payload: u64::try_from(row.try_get::<_, i64>("max_payload").map_err(corrupt)?)
             .map_err(corrupt)?,
         paused: row.try_get("paused").map_err(corrupt)?,
-        rate_limit: match (count(row, "rate_limit")?, count(row, "rate_burst")?) {
-            (Some(limit), Some(burst)) => Some(RateLimit {
-                limit,
-                period: ms("rate_period_ms")?,
-                burst,
-            }),
-            _ => None,
-        },
+        rate_limit: rate_from(row, "rate_limit", "rate_period_ms", "rate_burst")?,
         max_leased: count(row, "max_leased")?,
         group_concurrency: count(row, "group_concurrency")?,
+        group_rate_limit: rate_from(
+            row,
+            "group_rate_limit",
+            "group_rate_period_ms",
+            "group_rate_burst",
+        )?,
+    })
+}
+
+/// A rate limit read back from its three columns.
+fn rate_from(
+    row: &Row,
+    limit: &str,
+    period_ms: &str,
+    burst: &str,
+) -> Result<Option<RateLimit>, StoreError> {
+    Ok(match (count(row, limit)?, count(row, burst)?) {
+        (Some(limit), Some(burst)) => Some(RateLimit {
+            limit,
+            period: duration(row.try_get::<_, i64>(period_ms).map_err(corrupt)?),
+            burst,
+        }),
+        _ => None,
     })
 }
 

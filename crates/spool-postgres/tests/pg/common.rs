@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use spool_core::{Ack, ClaimRequest, QueueName, Store, Task, TaskId};
 use spool_postgres::{ClaimStrategy, PgConfig, PgStore};
@@ -190,4 +190,36 @@ pub(crate) async fn drain_across(
     }
     let acked = acked.lock().unwrap_or_else(|e| e.into_inner()).clone();
     acked
+}
+
+/// `per_node` claimers on each of `stores` claim up to 10 at a time from
+/// `q` (long polls of 100 ms) for `run`, never acking, each claim's tasks
+/// handed to `took`. Answers how long they ran.
+pub(crate) async fn claim_for(
+    stores: &[Arc<PgStore>],
+    q: &QueueName,
+    per_node: usize,
+    run: Duration,
+    took: impl Fn(&[Task]) + Send + Sync + 'static,
+) -> Duration {
+    let took = Arc::new(took);
+    let started = Instant::now();
+    let mut claimers = Vec::new();
+    for (n, store) in stores.iter().enumerate() {
+        for c in 0..per_node {
+            let (store, q, took) = (store.clone(), q.clone(), took.clone());
+            claimers.push(tokio::spawn(async move {
+                let req = ClaimRequest::new(q, format!("node{n}-{c}"))
+                    .max(10)
+                    .wait(Duration::from_millis(100));
+                while started.elapsed() < run {
+                    took(&store.claim(req.clone()).await.unwrap());
+                }
+            }));
+        }
+    }
+    for c in claimers {
+        c.await.unwrap();
+    }
+    started.elapsed()
 }

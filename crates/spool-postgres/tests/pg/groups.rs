@@ -1,6 +1,7 @@
 //! Task groups across nodes (docs/spec.md §4, "Groups"; README.md,
-//! "Groups"): several stores on one schema, and group_concurrency and the
-//! claims' turns hold for all of them together, not per node.
+//! "Groups"): several stores on one schema, and group_concurrency, each
+//! group's rate limit and the claims' turns hold for all of them together,
+//! not per node.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,13 +9,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use spool_core::{
-    Ack, ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store, Task, TaskGroup,
+    Ack, ClaimRequest, NewTask, Payload, QueueName, QueueSettings, RateLimit, Store, Task,
+    TaskGroup,
 };
 use spool_postgres::PgStore;
 use tokio_postgres::NoTls;
 
 use crate::common::{
-    connect, database_url, drain_across, fresh_schema, stores_on, test_config, Claimers, DropSchema,
+    claim_for, connect, database_url, drain_across, fresh_schema, stores_on, test_config, Claimers,
+    DropSchema,
 };
 
 const NODES: usize = 3;
@@ -116,6 +119,70 @@ async fn group_concurrency_holds_across_nodes() {
         most,
         vec![MAX; GROUPS],
         "at most, and at last, {MAX} of each group at once"
+    );
+}
+
+/// With a rate limit of 20 per second (burst 5) for each group, twelve
+/// claimers on three nodes take from each of three groups at most what
+/// one bucket allows over the run, and about that much: the buckets are
+/// the schema's, not each node's. Tasks without a group are not held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_group_rate_limit_holds_across_nodes() {
+    const LIMIT: u32 = 20;
+    const BURST: u32 = 5;
+    const GROUPS: usize = 3;
+    const RUN: Duration = Duration::from_secs(2);
+    const CLAIMERS_PER_NODE: usize = 4;
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let settings = QueueSettings {
+        group_rate_limit: Some(RateLimit {
+            limit: LIMIT,
+            period: Duration::from_secs(1),
+            burst: BURST,
+        }),
+        ..QueueSettings::default()
+    };
+    let (stores, q) = nodes(&schema, settings).await;
+    let names: Vec<String> = (0..GROUPS).map(|g| format!("host-{g}")).collect();
+    for name in &names {
+        stores[0].enqueue(&q, tasks_of(name, 500)).await.unwrap();
+    }
+    stores[0]
+        .enqueue(&q, vec![NewTask::new(Payload::binary(vec![0])); 50])
+        .await
+        .unwrap();
+    let taken: Arc<HashMap<String, AtomicUsize>> = Arc::new(
+        names
+            .iter()
+            .chain([&String::new()])
+            .map(|n| (n.clone(), AtomicUsize::new(0)))
+            .collect(),
+    );
+    let counted = taken.clone();
+    let elapsed = claim_for(&stores, &q, CLAIMERS_PER_NODE, RUN, move |got| {
+        for t in got {
+            counted[&group_of(t)].fetch_add(1, Ordering::SeqCst);
+        }
+    })
+    .await;
+    let allowed = f64::from(BURST) + f64::from(LIMIT) * elapsed.as_secs_f64();
+    let expected = f64::from(BURST) + f64::from(LIMIT) * RUN.as_secs_f64();
+    for name in &names {
+        let n = taken[name].load(Ordering::SeqCst) as f64;
+        assert!(
+            n <= allowed,
+            "{n} tasks of {name} in {elapsed:?}; its bucket allows {allowed}"
+        );
+        assert!(
+            n >= 0.8 * expected,
+            "{n} tasks of {name} in {elapsed:?}; its bucket should let about {expected} through"
+        );
+    }
+    assert_eq!(
+        taken[""].load(Ordering::SeqCst),
+        50,
+        "tasks without a group are not held"
     );
 }
 

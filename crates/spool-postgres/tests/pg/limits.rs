@@ -13,7 +13,8 @@ use spool_core::{ClaimRequest, NewTask, Payload, QueueName, QueueSettings, RateL
 use spool_postgres::PgStore;
 
 use crate::common::{
-    admin, connect, drain_across, fresh_schema, stores_on, test_config, Claimers, DropSchema,
+    admin, claim_for, connect, drain_across, fresh_schema, stores_on, test_config, Claimers,
+    DropSchema,
 };
 
 const NODES: usize = 3;
@@ -189,26 +190,11 @@ async fn rate_limit_holds_across_nodes() {
     };
     let (stores, q) = nodes(&schema, settings, 1000).await;
     let taken = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut claimers = Vec::new();
-    for (n, store) in stores.iter().enumerate() {
-        for c in 0..CLAIMERS_PER_NODE {
-            let (store, q, taken) = (store.clone(), q.clone(), taken.clone());
-            claimers.push(tokio::spawn(async move {
-                let req = ClaimRequest::new(q, format!("node{n}-{c}"))
-                    .max(10)
-                    .wait(Duration::from_millis(100));
-                while started.elapsed() < RUN {
-                    let got = store.claim(req.clone()).await.unwrap();
-                    taken.fetch_add(got.len(), Ordering::SeqCst);
-                }
-            }));
-        }
-    }
-    for c in claimers {
-        c.await.unwrap();
-    }
-    let elapsed = started.elapsed();
+    let counted = taken.clone();
+    let elapsed = claim_for(&stores, &q, CLAIMERS_PER_NODE, RUN, move |got| {
+        counted.fetch_add(got.len(), Ordering::SeqCst);
+    })
+    .await;
     let taken = taken.load(Ordering::SeqCst) as f64;
     let allowed = f64::from(BURST) + f64::from(LIMIT) * elapsed.as_secs_f64();
     assert!(

@@ -36,7 +36,7 @@ async fn concurrent_starters_migrate_once() {
         })
         .collect();
     // Versions 1 to 13, each applied once.
-    let every_version_once: Vec<(i32, i64)> = (1..=13).map(|v| (v, 1)).collect();
+    let every_version_once: Vec<(i32, i64)> = (1..=14).map(|v| (v, 1)).collect();
     let mut stores = Vec::new();
     for s in starters {
         stores.push(s.await.expect("every starter connects"));
@@ -207,10 +207,10 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(13, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(14, 1)));
     let q = QueueName::new("kept").unwrap();
-    // Migrations 8 and 9 keep the queue's settings, and give it no limits
-    // and no bound on its groups.
+    // Migrations 8, 9 and 14 keep the queue's settings, and give it no
+    // limits and no bound on its groups.
     let kept = spool_core::QueueSettings {
         lease: std::time::Duration::from_secs(30),
         max_attempts: 3,
@@ -222,6 +222,7 @@ async fn tasks_queued_on_version_5_are_kept_by_migration_6() {
         rate_limit: None,
         max_leased: None,
         group_concurrency: None,
+        group_rate_limit: None,
     };
     assert_eq!(new.get_queue(&q).await.unwrap(), kept);
     let again = new
@@ -320,7 +321,7 @@ async fn a_task_pending_on_version_11_receives_results_after_migration_12() {
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(13, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(14, 1)));
     let q = QueueName::new("flow").unwrap();
     let result = |v: serde_json::Value| Ack::Result(TaskResult::new(&v).unwrap());
     let pending = new.get(TaskId(3).into()).await.unwrap();
@@ -404,7 +405,7 @@ async fn a_workflow_pending_on_version_12_keeps_its_results_after_migration_13()
         .unwrap();
 
     let new = connect(test_config(&schema)).await;
-    assert_eq!(versions(&schema).await.last(), Some(&(13, 1)));
+    assert_eq!(versions(&schema).await.last(), Some(&(14, 1)));
     let texts = |t: &spool_core::Task| -> Vec<(TaskId, String)> {
         let deps = t.deps.as_ref().unwrap();
         deps.results

@@ -10,8 +10,8 @@ use axum::response::Response;
 use maud::{html, Markup};
 use serde::Deserialize;
 use spool_core::{
-    GroupStats, ListOrder, ListRequest, QueueName, QueueSettings, QueueStats, StoreError, Task,
-    TaskState, Timestamp,
+    GroupStats, ListOrder, ListRequest, QueueName, QueueSettings, QueueStats, RateLimit,
+    StoreError, Task, TaskState, Timestamp,
 };
 
 use super::error::PageError;
@@ -46,22 +46,32 @@ type PathIn = Result<ApiPath<QueueName>, ApiError>;
 /// The queue's claim limits, and how much of max_leased is in use.
 fn limits(s: &QueueSettings, q: &QueueStats) -> Markup {
     html! {
-        @if s.rate_limit.is_some() || s.max_leased.is_some() || s.group_concurrency.is_some() {
+        @if s.rate_limit.is_some() || s.max_leased.is_some() || s.group_concurrency.is_some()
+            || s.group_rate_limit.is_some() {
             p.limits {
                 @if let Some(r) = &s.rate_limit {
-                    "Rate limit: " (text::count(u64::from(r.limit))) " per "
-                    (text::duration(r.period)) ", in bursts of at most "
-                    (text::count(u64::from(r.burst))) ". "
+                    "Rate limit: " (rate(r)) ". "
                 }
                 @if let Some(max) = s.max_leased {
                     "Leased: " (text::count(q.counts.leased)) " of at most "
                     (text::count(u64::from(max))) ". "
                 }
                 @if let Some(max) = s.group_concurrency {
-                    "Per group: at most " (text::count(u64::from(max))) " leased."
+                    "Per group: at most " (text::count(u64::from(max))) " leased. "
+                }
+                @if let Some(r) = &s.group_rate_limit {
+                    "Rate limit of each group: " (rate(r)) "."
                 }
             }
         }
+    }
+}
+
+/// "100 per 1 s, in bursts of at most 10".
+fn rate(r: &RateLimit) -> Markup {
+    html! {
+        (text::count(u64::from(r.limit))) " per " (text::duration(r.period))
+        ", in bursts of at most " (text::count(u64::from(r.burst)))
     }
 }
 

@@ -27,22 +27,27 @@ fn change(body: SettingsBody) -> Result<QueueChange, StoreError> {
         dedup_window: ms("dedup_window_ms", body.dedup_window_ms)?,
         max_payload: body.max_payload,
         paused: body.paused,
-        rate_limit: body
-            .rate_limit
-            .map(|limit| limit.map(rate_limit).transpose())
-            .transpose()?,
+        rate_limit: rate_limit("rate_limit", body.rate_limit)?,
         max_leased: body.max_leased,
         group_concurrency: body.group_concurrency,
+        group_rate_limit: rate_limit("group_rate_limit", body.group_rate_limit)?,
     })
 }
 
-/// A rate limit as the body gives it; its bounds are the store's to check.
-fn rate_limit(r: RateLimitJson) -> Result<RateLimit, StoreError> {
-    Ok(RateLimit {
-        limit: r.limit,
-        period: wire::duration_ms("rate_limit.period_ms", r.period_ms)?,
-        burst: r.burst,
-    })
+/// A rate limit as the body gives it (or its removal, `null`), for the
+/// field `name`; its bounds are the store's to check.
+fn rate_limit(
+    name: &str,
+    field: Option<Option<RateLimitJson>>,
+) -> Result<Option<Option<RateLimit>>, StoreError> {
+    let one = |r: RateLimitJson| {
+        Ok::<_, StoreError>(RateLimit {
+            limit: r.limit,
+            period: wire::duration_ms(&format!("{name}.period_ms"), r.period_ms)?,
+            burst: r.burst,
+        })
+    };
+    field.map(|limit| limit.map(one).transpose()).transpose()
 }
 
 /// Create a queue or change its settings.

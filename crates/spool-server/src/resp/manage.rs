@@ -136,22 +136,31 @@ fn limit_or_off(a: &mut Args<'_>, what: &str) -> Result<Option<u32>, StoreError>
     count32(a, what).map(Some)
 }
 
-/// `RATELIMIT limit period_ms burst`, or `RATELIMIT OFF`.
-fn rate_limit(a: &mut Args<'_>) -> Result<Option<RateLimit>, StoreError> {
+/// `RATELIMIT limit period_ms burst`, or `RATELIMIT OFF` (and the same
+/// for `GROUPRATELIMIT`): `option` names it, `field` is the setting's.
+fn rate_limit(
+    a: &mut Args<'_>,
+    option: &str,
+    field: &str,
+) -> Result<Option<RateLimit>, StoreError> {
     if a.off() {
         return Ok(None);
     }
     Ok(Some(RateLimit {
-        limit: count32(a, "RATELIMIT limit")?,
-        period: wire::duration_ms("rate_limit.period_ms", a.number("RATELIMIT period_ms")?)?,
-        burst: count32(a, "RATELIMIT burst")?,
+        limit: count32(a, &format!("{option} limit"))?,
+        period: wire::duration_ms(
+            &format!("{field}.period_ms"),
+            a.number(&format!("{option} period_ms"))?,
+        )?,
+        burst: count32(a, &format!("{option} burst"))?,
     }))
 }
 
 /// `QUEUE SET queue [LEASE ms] [MAXATTEMPTS n] [BACKOFFBASE ms]
 /// [BACKOFFMAX ms] [DEDUPWINDOW ms] [MAXPAYLOAD bytes] [PAUSED 0|1]
 /// [RATELIMIT limit period_ms burst | RATELIMIT OFF] [MAXLEASED n | OFF]
-/// [GROUPCONCURRENCY n | OFF]`.
+/// [GROUPCONCURRENCY n | OFF]
+/// [GROUPRATELIMIT limit period_ms burst | GROUPRATELIMIT OFF]`.
 fn queue_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
     let queue = a.queue()?;
     let mut change = QueueChange::default();
@@ -183,7 +192,10 @@ fn queue_set(a: &mut Args<'_>) -> Result<Manage, StoreError> {
                 )?)
             }
             b"MAXPAYLOAD" => change.max_payload = Some(a.number("MAXPAYLOAD")?),
-            b"RATELIMIT" => change.rate_limit = Some(rate_limit(a)?),
+            b"RATELIMIT" => change.rate_limit = Some(rate_limit(a, "RATELIMIT", "rate_limit")?),
+            b"GROUPRATELIMIT" => {
+                change.group_rate_limit = Some(rate_limit(a, "GROUPRATELIMIT", "group_rate_limit")?)
+            }
             b"MAXLEASED" => change.max_leased = Some(limit_or_off(a, "MAXLEASED")?),
             b"GROUPCONCURRENCY" => {
                 change.group_concurrency = Some(limit_or_off(a, "GROUPCONCURRENCY")?)

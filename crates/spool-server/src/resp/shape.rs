@@ -12,7 +12,7 @@ use std::time::Duration;
 use spool_core::time::duration_millis;
 use spool_core::{
     Cadence, Dependencies, EnqueueOutcome, GroupStats, Payload, PayloadFormat, QueueSettings,
-    QueueStats, Schedule, StateCounts, Task, TaskId,
+    QueueStats, RateLimit, Schedule, StateCounts, Task, TaskId,
 };
 
 use super::reply::{Proto, Reply};
@@ -162,16 +162,7 @@ pub(super) fn settings(s: &QueueSettings) -> Reply {
         ("dedup_window_ms", ms(s.dedup_window)),
         ("max_payload", count(s.max_payload)),
         ("paused", Reply::Bool(s.paused)),
-        (
-            "rate_limit",
-            or_null(s.rate_limit, |r| {
-                Reply::Array(vec![
-                    Reply::Int(i64::from(r.limit)),
-                    ms(r.period),
-                    Reply::Int(i64::from(r.burst)),
-                ])
-            }),
-        ),
+        ("rate_limit", or_null(s.rate_limit, rate_limit)),
         (
             "max_leased",
             or_null(s.max_leased, |n| Reply::Int(i64::from(n))),
@@ -180,6 +171,16 @@ pub(super) fn settings(s: &QueueSettings) -> Reply {
             "group_concurrency",
             or_null(s.group_concurrency, |n| Reply::Int(i64::from(n))),
         ),
+        ("group_rate_limit", or_null(s.group_rate_limit, rate_limit)),
+    ])
+}
+
+/// A rate limit: `[limit, period_ms, burst]`.
+fn rate_limit(r: RateLimit) -> Reply {
+    Reply::Array(vec![
+        Reply::Int(i64::from(r.limit)),
+        ms(r.period),
+        Reply::Int(i64::from(r.burst)),
     ])
 }
 

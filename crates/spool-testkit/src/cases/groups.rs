@@ -32,7 +32,7 @@ fn capped(n: u32) -> QueueSettings {
 }
 
 /// Enqueues `n` tasks of group `g` (`None`: no group) in one batch.
-async fn enqueue_group(
+pub(crate) async fn enqueue_group(
     fx: &Fixture,
     q: &spool_core::QueueName,
     g: Option<&str>,
@@ -57,7 +57,7 @@ async fn claims_one_of(fx: &Fixture, q: &spool_core::QueueName, g: &str, why: &s
 }
 
 /// The group of each task, `""` for none.
-fn groups_of(tasks: &[Task]) -> Vec<String> {
+pub(crate) fn groups_of(tasks: &[Task]) -> Vec<String> {
     tasks
         .iter()
         .map(|t| t.group.as_ref().map_or("", |g| g.as_str()).to_string())

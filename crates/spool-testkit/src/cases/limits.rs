@@ -9,14 +9,15 @@
 use std::time::{Duration, Instant};
 
 use spool_core::{
-    Ack, ClaimRequest, FailRequest, QueueChange, QueueSettings, RateLimit, TaskState,
+    Ack, ClaimRequest, FailRequest, QueueChange, QueueName, QueueSettings, RateLimit, TaskId,
+    TaskState,
 };
 
 use crate::arrange::*;
 use crate::fixture::Fixture;
 
 /// A rate limit that gives `burst` tasks at once, then one a minute.
-fn slow(burst: u32) -> RateLimit {
+pub(crate) fn slow(burst: u32) -> RateLimit {
     RateLimit {
         limit: 1,
         period: Duration::from_secs(60),
@@ -25,7 +26,7 @@ fn slow(burst: u32) -> RateLimit {
 }
 
 /// One task per [`TICK`], never more than one at once.
-fn one_per_tick() -> RateLimit {
+pub(crate) fn one_per_tick() -> RateLimit {
     RateLimit {
         limit: 1,
         period: TICK,
@@ -34,11 +35,11 @@ fn one_per_tick() -> RateLimit {
 }
 
 /// The refill period of [`one_per_tick`].
-const TICK: Duration = Duration::from_millis(200);
+pub(crate) const TICK: Duration = Duration::from_millis(200);
 /// Time past a refill that cases leave for a store's clock granularity.
-const REFILLED: Duration = Duration::from_millis(50);
+pub(crate) const REFILLED: Duration = Duration::from_millis(50);
 /// The wait of the claims these cases expect to be woken.
-const LONG_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const LONG_WAIT: Duration = Duration::from_secs(5);
 
 fn limited(max_leased: Option<u32>, rate_limit: Option<RateLimit>) -> QueueSettings {
     QueueSettings {
@@ -143,7 +144,19 @@ pub async fn rate_limit_refills_at_its_rate(fx: Fixture) {
 pub async fn a_rate_limited_long_poll_wakes_on_refill(fx: Fixture) {
     let q = make_queue(&fx, "metered-wait", limited(None, Some(one_per_tick()))).await;
     let made = enqueue_n(&fx, &q, 2).await;
-    claim_id(&fx, &q, WORKER, made[0]).await;
+    refill_wakes_a_held_back_claim(&fx, &q, made[0], made[1]).await;
+}
+
+/// Claims `first`, which spends the only token of a bucket of one that
+/// refills every [`TICK`], then checks that a long poll the bucket holds
+/// back gets `next` once it refills, not at some later poll.
+pub(crate) async fn refill_wakes_a_held_back_claim(
+    fx: &Fixture,
+    q: &QueueName,
+    first: TaskId,
+    next: TaskId,
+) {
+    claim_id(fx, q, WORKER, first).await;
     let started = Instant::now();
     let store = fx.store.clone();
     let req = ClaimRequest::new(q.clone(), OTHER_WORKER)
@@ -151,9 +164,9 @@ pub async fn a_rate_limited_long_poll_wakes_on_refill(fx: Fixture) {
         .wait(LONG_WAIT);
     let waiting = tokio::spawn(async move { store.claim(req).await });
     fx.advance(TICK + REFILLED).await;
-    let got = waiting.await.unwrap().unwrap();
+    let got = waiting.await.expect("the claim's task").expect("the claim");
     let waited = started.elapsed();
-    assert_eq!(ids(&got), vec![made[1]]);
+    assert_eq!(ids(&got), vec![next]);
     assert!(
         waited < TICK + WOKEN_WITHIN,
         "the claim waited {waited:?} for a bucket that refills in {TICK:?}"

@@ -26,6 +26,11 @@ fn custom() -> QueueSettings {
         }),
         max_leased: Some(7),
         group_concurrency: Some(3),
+        group_rate_limit: Some(RateLimit {
+            limit: 4,
+            period: Duration::from_millis(1500),
+            burst: 2,
+        }),
     }
 }
 

@@ -42,6 +42,8 @@ pub(super) struct State {
     /// Rate-limited queues' tokens, from their first claim on; a new or
     /// changed rate limit starts full.
     buckets: HashMap<QueueName, TokenBucket>,
+    /// Each group's tokens under its queue's `group_rate_limit`, likewise.
+    group_buckets: HashMap<(QueueName, String), TokenBucket>,
     /// The group each queue's last claim served last (`""`: the
     /// ungrouped tasks).
     last_turn: HashMap<QueueName, String>,
@@ -349,6 +351,16 @@ impl State {
                 *left = u64::from(cap).saturating_sub(leased);
             }
         }
+        if let Some(limit) = &settings.group_rate_limit {
+            for (g, left) in room.iter_mut().filter(|(g, _)| !g.is_empty()) {
+                let bucket = self
+                    .group_buckets
+                    .entry((q.clone(), g.clone()))
+                    .or_insert_with(|| TokenBucket::full(limit, now));
+                *left = (*left).min(u64::from(bucket.available(limit, now)));
+            }
+        }
+        let mut given: HashMap<String, u32> = HashMap::new();
         let last = self.last_turn.get(q).cloned();
         let mut order: Vec<String> = queues.keys().cloned().collect();
         if let Some(last) = &last {
@@ -370,6 +382,7 @@ impl State {
                 if let Some(s) = queues.get_mut(g).and_then(|d| d.pop_front()) {
                     *left -= 1;
                     out.push(s);
+                    *given.entry(g.clone()).or_default() += 1;
                     served = Some(g.clone());
                 }
             }
@@ -379,6 +392,13 @@ impl State {
         }
         if let Some(g) = served {
             self.last_turn.insert(q.clone(), g);
+        }
+        if let Some(limit) = &settings.group_rate_limit {
+            for (g, n) in given.into_iter().filter(|(g, _)| !g.is_empty()) {
+                if let Some(bucket) = self.group_buckets.get_mut(&(q.clone(), g)) {
+                    bucket.take(limit, now, n);
+                }
+            }
         }
         out
     }
@@ -575,6 +595,7 @@ impl State {
     pub(super) fn forget_memory_only(&mut self) {
         self.last_turn.clear();
         self.buckets.clear();
+        self.group_buckets.clear();
     }
 
     /// Queue `q`'s groups with tasks waiting or leased, busiest first.
@@ -696,10 +717,13 @@ impl State {
         change: QueueChange,
     ) -> Result<QueueSettings, StoreError> {
         let current = self.queues.get(q).cloned().unwrap_or_default();
-        let was = current.rate_limit;
+        let was = (current.rate_limit, current.group_rate_limit);
         let settings = change.apply(current)?;
-        if settings.rate_limit != was {
+        if settings.rate_limit != was.0 {
             self.buckets.remove(q);
+        }
+        if settings.group_rate_limit != was.1 {
+            self.group_buckets.retain(|(queue, _), _| queue != q);
         }
         self.queues.insert(q.clone(), settings.clone());
         Ok(settings)

@@ -59,6 +59,7 @@ impl Core {
         if queue.settings.paused {
             return Vec::new();
         }
+        queue.unthrottle_groups(now);
         let default_lease = queue.settings.lease;
         let allowed = queue.allowance(now).min(max);
         if allowed == 0 {
@@ -67,7 +68,12 @@ impl Core {
             }
             return Vec::new();
         }
-        let ids = self.state.claim_order(q, allowed as usize);
+        let ids = self.state.claim_order(q, allowed as usize, now);
+        let queue = self.state.queue(q);
+        if ids.is_empty() && queue.counts.ready > 0 && queue.groups.next_refill().is_some() {
+            // Ready tasks, none claimable, and groups out of tokens.
+            metrics::counter!("spool_claims_throttled_total").increment(1);
+        }
         let mut rng = rand::thread_rng();
         let claimed: Vec<Claimed> = ids
             .iter()
@@ -111,9 +117,11 @@ impl Core {
                 if queue.settings.paused {
                     break;
                 }
+                queue.unthrottle_groups(now);
                 if !self.state.claimable(q) {
-                    // Woken again when a task becomes ready or a group's
-                    // slot frees.
+                    // Woken again when a task becomes ready, a group's
+                    // slot frees or its bucket refills.
+                    self.watch_refill(q);
                     break;
                 }
                 let queue = self.state.queue_mut(q);

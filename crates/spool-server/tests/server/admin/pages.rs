@@ -152,6 +152,11 @@ async fn a_queue_shows_its_busiest_groups_escaped() {
     let q = QueueName::new("fair").unwrap();
     let change = QueueChange {
         group_concurrency: Some(Some(2)),
+        group_rate_limit: Some(Some(RateLimit {
+            limit: 10,
+            period: Duration::from_secs(1),
+            burst: 5,
+        })),
         ..QueueChange::default()
     };
     s.store.put_queue(&q, change).await.unwrap();
@@ -172,6 +177,12 @@ async fn a_queue_shows_its_busiest_groups_escaped() {
     page.assert_page(200);
     assert!(
         page.text.contains("Per group: at most 2 leased."),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text
+            .contains("Rate limit of each group: 10 per 1 s, in bursts of at most 5."),
         "{}",
         page.text
     );

@@ -94,6 +94,55 @@ async fn group_concurrency_is_set_kept_and_removed() {
 }
 
 #[tokio::test]
+async fn a_group_rate_limit_is_set_enforced_and_removed() {
+    let s = TestServer::start().await;
+    let limit = json!({"limit": 1, "period_ms": 60000, "burst": 2});
+    let a = put_fair(&s, &json!({ "group_rate_limit": limit }).to_string()).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text);
+    assert_eq!(a.json["group_rate_limit"], limit);
+    assert_eq!(
+        s.get("/v1/queues/fair").await.json["group_rate_limit"],
+        limit
+    );
+    let tasks: Vec<_> = ["a", "a", "a", "b", "b", "b"]
+        .iter()
+        .map(|g| json!({ "group": g }))
+        .collect();
+    let made = s
+        .post(
+            "/v1/queues/fair/tasks",
+            &json!({ "tasks": tasks }).to_string(),
+        )
+        .await;
+    assert!(made.status.is_success(), "{}", made.text);
+    let claim = || s.post("/v1/queues/fair/claim", r#"{"worker":"w","max":10}"#);
+    let got = claim().await;
+    assert_eq!(
+        got.json["tasks"].as_array().map(Vec::len),
+        Some(4),
+        "{}",
+        got.text
+    );
+    let none = claim().await;
+    assert_eq!(none.json["tasks"], json!([]), "{}", none.text);
+    put_fair(
+        &s,
+        r#"{"group_rate_limit":{"limit":0,"period_ms":1000,"burst":1}}"#,
+    )
+    .await
+    .assert_error(400, "bad_request");
+    let a = put_fair(&s, r#"{"group_rate_limit":null}"#).await;
+    assert!(a.json.get("group_rate_limit").is_none(), "{}", a.text);
+    let rest = claim().await;
+    assert_eq!(
+        rest.json["tasks"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        rest.text
+    );
+}
+
+#[tokio::test]
 async fn group_concurrency_bounds_each_groups_leases() {
     let s = TestServer::start().await;
     let a = put_fair(&s, r#"{"group_concurrency":1}"#).await;
