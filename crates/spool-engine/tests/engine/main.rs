@@ -11,6 +11,7 @@ mod checkpoint;
 mod conformance;
 mod disk_full;
 mod faults;
+mod faults_workflows;
 mod log_limits;
 mod model;
 mod payloads;
