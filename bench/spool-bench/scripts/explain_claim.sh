@@ -61,8 +61,10 @@ SQL
 
 tokens="{$(seq -s, 1 1000)}"
 # The claim with its steps put in (as src/sql.rs does), comments dropped.
-claim=$(perl -0pe 'BEGIN { local $/; open my $f, "<", "sql/claim_steps.sql" or die; $steps = <$f> }
-                   s/\{claim_steps\}/$steps/' sql/claim.sql \
+claim=$(perl -0pe 'BEGIN { local $/;
+                           open my $f, "<", "sql/claim_steps.sql" or die; $steps = <$f>;
+                           open my $u, "<", "sql/claim_update.sql" or die; $update = <$u> }
+                   s/\{claim_steps\}/$steps/; s/\{claim_update\}/$update/; s/\{limit\}/\$3/g' sql/claim.sql \
   | render | grep -v '^ *--' | sed -e 's/), --.*$/),/' \
   | sed -e 's/RETURNING p.n, {task}, \$1::text AS queue/RETURNING p.n, t.id/')
 settings="SET plan_cache_mode = force_generic_plan; SET jit = ${JIT:-off}; SET enable_sort = off;

@@ -7,14 +7,21 @@ use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema
 use spool_core::{
     ClaimRequest, NewTask, Payload, QueueName, QueueSettings, Store, TaskKey, TaskRef,
 };
-use spool_postgres::PgStore;
+use spool_postgres::{PgConfig, PgStore};
 use tokio_postgres::{Client, NoTls};
 
 /// A store in a fresh schema, an application connection of its own, and a
 /// table of the application's in the same schema.
 async fn setup() -> (PgStore, Client, QueueName, DropSchema) {
+    setup_with(test_config).await
+}
+
+/// [`setup`] with the store's configuration made by `config` for the schema.
+async fn setup_with(
+    config: impl FnOnce(&str) -> PgConfig,
+) -> (PgStore, Client, QueueName, DropSchema) {
     let schema = fresh_schema();
-    let store = connect(test_config(&schema)).await;
+    let store = connect(config(&schema)).await;
     let (app, connection) = tokio_postgres::connect(&database_url(), NoTls)
         .await
         .expect("an application connection");
@@ -117,4 +124,72 @@ async fn commit_wakes_a_waiting_claimer() {
     );
     // Woken by the notification, well before the 1 s fallback poll.
     assert!(waited < Duration::from_millis(900), "waited {waited:?}");
+}
+
+/// The ring's current generation.
+async fn current(app: &Client, store: &PgStore) -> i16 {
+    let sql = format!("SELECT current FROM \"{}\".ring", store.schema());
+    app.query_one(&sql, &[]).await.unwrap().get(0)
+}
+
+/// A caller's transaction that stays open while the ring turns: the
+/// rotation must not empty the generation its task went to before the
+/// commit (its rows would not be there to move), and after the commit the
+/// task is moved, not lost (src/rotate.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_enqueued_in_a_transaction_open_across_ring_turns_is_kept() {
+    let (store, mut app, q, _drop) = setup_with(|schema| PgConfig {
+        rotate_interval: Duration::from_millis(100),
+        ..test_config(schema)
+    })
+    .await;
+    let (reader, connection) = tokio_postgres::connect(&database_url(), NoTls)
+        .await
+        .expect("a second application connection");
+    tokio::spawn(connection);
+    let tx = app.transaction().await.unwrap();
+    let insert = format!("INSERT INTO \"{}\".orders VALUES (4)", store.schema());
+    tx.execute(&insert, &[]).await.unwrap();
+    let written_to = current(&reader, &store).await;
+    let out = store.enqueue_in(&tx, &q, vec![receipt(4)]).await.unwrap();
+
+    // The ring turns twice, then waits: the third turn would empty the
+    // generation the open transaction wrote to.
+    let waits_at = (written_to + 2) % 3;
+    let started = Instant::now();
+    while current(&reader, &store).await != waits_at {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the ring did not turn twice in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        current(&reader, &store).await,
+        waits_at,
+        "the ring emptied a generation a transaction still writes to"
+    );
+
+    tx.commit().await.unwrap();
+    let started = Instant::now();
+    while current(&reader, &store).await == waits_at {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the ring did not turn within 10 s of the commit"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let claim = ClaimRequest::new(q.clone(), "w").max(10);
+    let got = store.claim(claim.clone()).await.unwrap();
+    assert_eq!(
+        got.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![out[0].id]
+    );
+    assert_eq!(got[0].payload, Payload::json(r#"{"order":4}"#));
+    assert!(store.claim(claim).await.unwrap().is_empty());
+    // Its key still names it.
+    let again = store.enqueue(&q, vec![receipt(4)]).await.unwrap();
+    assert!(again[0].duplicate);
+    assert_eq!(again[0].id, out[0].id);
 }

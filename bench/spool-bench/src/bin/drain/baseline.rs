@@ -80,7 +80,9 @@ pub(crate) async fn drain(d: &Drain) -> Drained {
             (done, claims)
         });
     }
-    let drained = d.finish(&schema, empty, fill, workers, started, wal, watch, held).await;
+    let drained = d
+        .finish(&schema, empty, fill, workers, started, wal, watch, held)
+        .await;
     drop(setup);
     crate::drop_schema(&schema).await;
     drained

@@ -65,7 +65,9 @@ pub(crate) async fn drain(d: &Drain, claim: ClaimStrategy) -> Drained {
             (done, claims)
         });
     }
-    let drained = d.finish(&schema, empty, fill, workers, started, wal, watch, held).await;
+    let drained = d
+        .finish(&schema, empty, fill, workers, started, wal, watch, held)
+        .await;
     drop(store);
     crate::drop_schema(&schema).await;
     drained
