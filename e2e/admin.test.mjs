@@ -240,6 +240,7 @@ before(async () => {
     rate_limit: { limit: 1000, period_ms: 1000, burst: 1000 },
     max_leased: 100,
     group_concurrency: 4,
+    group_rate_limit: { limit: 100, period_ms: 1000, burst: 10 },
   });
   await enqueue(open, 'billing', [
     ...Array.from({ length: 6 }, (_, i) => ({ kind: 'charge', group: 'customer:acme', payload: { invoice: 100 + i } })),
@@ -292,6 +293,7 @@ test('a task opens from its queue, with its payload and errors', async () => {
   const busiest = page.locator('table.groups tbody tr').first();
   assert.equal(await busiest.locator('th').innerText(), 'customer:acme');
   assert.match(await busiest.locator('td').last().innerText(), /of 4$/);
+  assert.match(await page.locator('p.limits').innerText(), /Rate limit of each group: 100 per 1 s, in bursts of at most 10\./);
   await shot(page, 'queue');
 
   await page.locator('table.tasks tbody tr').nth(1).locator('th a').click();
