@@ -52,13 +52,6 @@ impl RateLimit {
         Ok(())
     }
 
-    /// How long an empty bucket takes to fill up to its burst.
-    pub fn fills_in(&self) -> Duration {
-        let ms =
-            (u128::from(self.burst) * self.period_ms()).div_ceil(u128::from(self.limit).max(1));
-        Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
-    }
-
     /// The period in whole milliseconds, at least 1.
     fn period_ms(&self) -> u128 {
         u128::from(duration_millis(self.period).unsigned_abs()).max(1)
