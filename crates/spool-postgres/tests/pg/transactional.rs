@@ -147,11 +147,21 @@ async fn a_task_enqueued_in_a_transaction_open_across_ring_turns_is_kept() {
         .await
         .expect("a second application connection");
     tokio::spawn(connection);
-    let tx = app.transaction().await.unwrap();
     let insert = format!("INSERT INTO \"{}\".orders VALUES (4)", store.schema());
-    tx.execute(&insert, &[]).await.unwrap();
-    let written_to = current(&reader, &store).await;
-    let out = store.enqueue_in(&tx, &q, vec![receipt(4)]).await.unwrap();
+    // The generation the task went to is the one current both before and
+    // after the insert; the ring may turn in between, and a read of the
+    // task inside the transaction would lock every generation (the ring
+    // would wait on that, not on the insert).
+    let (tx, out, written_to) = loop {
+        let tx = app.transaction().await.unwrap();
+        tx.execute(&insert, &[]).await.unwrap();
+        let before = current(&reader, &store).await;
+        let out = store.enqueue_in(&tx, &q, vec![receipt(4)]).await.unwrap();
+        if current(&reader, &store).await == before {
+            break (tx, out, before);
+        }
+        tx.rollback().await.unwrap();
+    };
 
     // The ring turns twice, then waits: the third turn would empty the
     // generation the open transaction wrote to.
