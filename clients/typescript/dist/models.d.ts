@@ -81,6 +81,8 @@ export interface QueueStats {
     counts: Counts;
     kinds: Record<string, Counts>;
     oldestReadyAgeMs: number | null;
+    /** Whole tokens left in the rate limit's bucket; null without one. */
+    rateTokens: number | null;
 }
 export interface QueueSettings {
     leaseMs: number;

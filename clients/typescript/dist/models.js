@@ -83,6 +83,7 @@ export function statsOf(obj) {
         counts: countsOf(obj.counts),
         kinds: Object.fromEntries(Object.entries(kinds).map(([k, c]) => [k, countsOf(c)])),
         oldestReadyAgeMs: obj.oldest_ready_age_ms ?? null,
+        rateTokens: obj.rate_tokens ?? null,
     };
 }
 export function settingsOf(obj) {

@@ -89,6 +89,8 @@ export interface QueueStats {
   counts: Counts;
   kinds: Record<string, Counts>;
   oldestReadyAgeMs: number | null;
+  /** Whole tokens left in the rate limit's bucket; null without one. */
+  rateTokens: number | null;
 }
 
 export interface QueueSettings {
@@ -209,6 +211,7 @@ export function statsOf(obj: Wire): QueueStats {
     counts: countsOf(obj.counts),
     kinds: Object.fromEntries(Object.entries(kinds).map(([k, c]) => [k, countsOf(c)])),
     oldestReadyAgeMs: obj.oldest_ready_age_ms ?? null,
+    rateTokens: obj.rate_tokens ?? null,
   };
 }
 

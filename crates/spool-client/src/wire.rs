@@ -349,6 +349,9 @@ pub(crate) struct QueueIn {
     counts: CountsJson,
     kinds: BTreeMap<String, CountsJson>,
     oldest_ready_age_ms: Option<u64>,
+    /// Absent from servers that predate it.
+    #[serde(default)]
+    rate_tokens: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -369,6 +372,7 @@ impl QueueIn {
             counts: self.counts.into(),
             kinds,
             oldest_ready_age: self.oldest_ready_age_ms.map(Duration::from_millis),
+            rate_tokens: self.rate_tokens,
         })
     }
 }
@@ -379,6 +383,9 @@ struct GroupIn {
     group: String,
     waiting: u64,
     leased: u64,
+    /// Absent from servers that predate it.
+    #[serde(default)]
+    rate_tokens: Option<u32>,
 }
 
 /// `{"groups": [...]}`, busiest first.
@@ -396,6 +403,7 @@ impl GroupsIn {
                     group: TaskGroup::new(g.group).map_err(bad_answer)?,
                     waiting: g.waiting,
                     leased: g.leased,
+                    rate_tokens: g.rate_tokens,
                 })
             })
             .collect()

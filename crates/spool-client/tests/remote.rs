@@ -235,6 +235,7 @@ async fn groups_and_group_concurrency_round_trip_through_both_clients() {
                 group: group.clone(),
                 waiting: 1,
                 leased: 1,
+                rate_tokens: None,
             }],
             "client {i}"
         );

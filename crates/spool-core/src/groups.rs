@@ -36,6 +36,9 @@ pub struct GroupStats {
     pub waiting: u64,
     /// Its tasks leased now (those whose lease has not expired).
     pub leased: u64,
+    /// The whole tokens left now in the group's bucket under the queue's
+    /// `group_rate_limit`. `None` without one.
+    pub rate_tokens: Option<u32>,
 }
 
 /// Puts groups in the order `Store::groups` reports them in, keeping the

@@ -102,6 +102,15 @@ impl TokenBucket {
         u32::try_from(self.units / limit.unit()).unwrap_or(u32::MAX)
     }
 
+    /// Whole tokens `bucket` holds at `now`, leaving it as it is; `None`
+    /// is a bucket no claim has used yet, a full one.
+    pub fn left(bucket: Option<&TokenBucket>, limit: &RateLimit, now: Timestamp) -> u32 {
+        bucket.map_or(limit.burst, |&b| {
+            let mut b = b;
+            b.available(limit, now)
+        })
+    }
+
     /// Takes `n` tokens, at most what is [`available`](Self::available).
     pub fn take(&mut self, limit: &RateLimit, now: Timestamp, n: u32) {
         self.refill(limit, now);
@@ -143,6 +152,10 @@ mod tests {
         assert_eq!(b.available(&l, at(99)), 0);
         assert_eq!(b.available(&l, at(100)), 1);
         assert_eq!(b.available(&l, at(10_000)), 3, "capped at the burst");
+        b.take(&l, at(10_000), 2);
+        assert_eq!(TokenBucket::left(Some(&b), &l, at(10_100)), 2);
+        assert_eq!(b.available(&l, at(10_000)), 1, "left() changed nothing");
+        assert_eq!(TokenBucket::left(None, &l, at(0)), 3, "unused is full");
     }
 
     #[test]

@@ -316,6 +316,10 @@ pub struct QueueStats {
     pub kinds: KindCounts,
     /// How long the longest-waiting ready task has been claimable.
     pub oldest_ready_age: Option<Duration>,
+    /// The whole tokens left now in the bucket of the queue's `rate_limit`:
+    /// the most tasks claims may take before it refills. `None` without a
+    /// rate limit.
+    pub rate_tokens: Option<u32>,
 }
 
 /// Where tasks are kept. See the module docs for the guarantees.

@@ -76,17 +76,25 @@ fn with_claim_steps(template: &str, steps: Steps, limit: &str) -> String {
             include_str!("../sql/group_refill.sql"),
         ),
     };
-    let group_tokens = include_str!("../sql/group_bucket_tokens.sql").replace("{bucket}", "gb");
-    template
+    let steps = template
         .replace("{claim_steps}", fragment)
         .replace("{claim_update}", include_str!("../sql/claim_update.sql"))
         .replace("{group_spent}", group_spent)
-        .replace("{group_refill}", group_refill)
-        .replace("{group_tokens:gb}", &group_tokens)
+        .replace("{group_refill}", group_refill);
+    with_group_tokens(&steps)
         .replace("{limit}", limit)
         .replace("{last_turn}", last_turn)
         .replace("{group_wait}", group_wait)
         .replace("{grouped_guard}", grouped_guard)
+}
+
+/// A statement with `sql/group_bucket_tokens.sql` put in where it says
+/// `{group_tokens:gb}`, reading the bucket of group_buckets row `gb`.
+fn with_group_tokens(template: &str) -> String {
+    template.replace(
+        "{group_tokens:gb}",
+        &include_str!("../sql/group_bucket_tokens.sql").replace("{bucket}", "gb"),
+    )
 }
 
 /// An enqueue statement with `sql/mark_grouped.sql` put in where it says
@@ -162,6 +170,8 @@ pub(crate) struct Sql {
     list_by_attempts: Vec<String>,
     pub(crate) stats_refresh: String,
     pub(crate) stats_cached: String,
+    /// The rate-limited queues' tokens left, for `Store::stats`.
+    pub(crate) rate_tokens: String,
     pub(crate) put_queue: String,
     pub(crate) get_queue: String,
     /// `get_queue`, the row locked until the transaction ends.
@@ -262,7 +272,7 @@ impl Sql {
                 Steps::InTurn,
                 ALLOWANCE,
             )),
-            groups: r(include_str!("../sql/groups.sql")),
+            groups: r(&with_group_tokens(include_str!("../sql/groups.sql"))),
             lock_limited_queue: r(
                 &include_str!("../sql/lock_limited_queue.sql").replace("{skip_locked}", "")
             ),
@@ -289,6 +299,7 @@ impl Sql {
             list_by_attempts: lists(include_str!("../sql/list_by_attempts.sql")),
             stats_refresh: r(include_str!("../sql/stats_refresh.sql")),
             stats_cached: r(include_str!("../sql/stats_cached.sql")),
+            rate_tokens: r(include_str!("../sql/rate_tokens.sql")),
             put_queue: r(include_str!("../sql/put_queue.sql")),
             get_queue: r(include_str!("../sql/get_queue.sql")),
             lock_queue: r(&format!(

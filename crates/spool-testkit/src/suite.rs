@@ -130,6 +130,7 @@ macro_rules! __with_cases {
             an_expired_lease_frees_its_slot
             rate_limit_hands_out_the_burst_then_holds
             rate_limit_refills_at_its_rate
+            stats_show_the_rate_limit_tokens_left
             a_rate_limited_long_poll_wakes_on_refill
             a_long_poll_on_a_full_queue_wakes_when_a_slot_frees
             limits_changed_live_take_effect
@@ -146,6 +147,7 @@ macro_rules! __with_cases {
             groups_report_waiting_and_leased
             each_group_has_a_rate_limit_of_its_own
             each_group_refills_at_its_rate
+            groups_show_each_groups_tokens_left
             a_group_keeps_its_bucket_between_tasks
             a_long_poll_held_back_by_a_group_wakes_on_refill
             a_group_rate_limit_changed_live_takes_effect

@@ -189,6 +189,8 @@ class QueueStats:
     counts: Counts
     kinds: dict[str, Counts]
     oldest_ready_age_ms: int | None
+    # Whole tokens left in the rate limit's bucket; None without one.
+    rate_tokens: int | None = None
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> QueueStats:
@@ -198,6 +200,7 @@ class QueueStats:
             counts=Counts.from_json(obj["counts"]),
             kinds={k: Counts.from_json(v) for k, v in obj.get("kinds", {}).items()},
             oldest_ready_age_ms=obj.get("oldest_ready_age_ms"),
+            rate_tokens=obj.get("rate_tokens"),
         )
 
 

@@ -1,5 +1,6 @@
 //! `spool groups`: a queue's busiest groups, with their tasks waiting and
-//! leased (docs/spec.md §4, "Groups").
+//! leased and, under a group rate limit, their tokens left (docs/spec.md
+//! §4, "Groups").
 
 use clap::Args;
 use spool_core::groups::MAX_GROUP_STATS;
@@ -17,6 +18,8 @@ enqueue (`spool enqueue QUEUE --group G`); claims take from the groups in
 turn, and the queue's group concurrency (`spool queue QUEUE
 --group-concurrency N`) caps each group's tasks leased at once. A group
 whose LEASED sits at that cap while its WAITING grows is being held back.
+Under a group rate limit (`--group-rate-limit`), TOKENS is what is left in
+each group's bucket: a group at 0 waits for its refill.
 
 Examples:
   spool groups fetch
@@ -34,8 +37,8 @@ pub(crate) struct GroupsArgs {
           value_parser = clap::value_parser!(u64).range(1..=MAX_GROUP_STATS as u64))]
     pub limit: u64,
 
-    /// Print `{"groups": [{"group", "waiting", "leased"}]}` instead of a
-    /// table.
+    /// Print `{"groups": [{"group", "waiting", "leased", "rate_tokens"}]}`
+    /// instead of a table.
     #[arg(long)]
     pub json: bool,
 
@@ -55,6 +58,7 @@ pub(crate) fn run(args: GroupsArgs) -> anyhow::Result<()> {
                     "group": g.group.as_str(),
                     "waiting": g.waiting,
                     "leased": g.leased,
+                    "rate_tokens": g.rate_tokens,
                 })
             })
             .collect();
@@ -66,17 +70,26 @@ pub(crate) fn run(args: GroupsArgs) -> anyhow::Result<()> {
             args.queue, args.queue
         ));
     }
+    // Every group has tokens under a group rate limit, none without one.
+    let rated = groups.iter().any(|g| g.rate_tokens.is_some());
     let rows: Vec<Vec<String>> = groups
         .iter()
         .map(|g| {
-            vec![
+            let mut row = vec![
                 render::cell(g.group.as_str(), GROUP_WIDTH),
                 g.waiting.to_string(),
                 g.leased.to_string(),
-            ]
+            ];
+            row.extend(g.rate_tokens.map(|n| n.to_string()));
+            row
         })
         .collect();
-    super::print(&render::table(&["GROUP", "WAITING", "LEASED"], &rows))
+    let heads: &[&str] = if rated {
+        &["GROUP", "WAITING", "LEASED", "TOKENS"]
+    } else {
+        &["GROUP", "WAITING", "LEASED"]
+    };
+    super::print(&render::table(heads, &rows))
 }
 
 /// Longest group name in the table; `--json` has all of it.

@@ -83,5 +83,6 @@ fn json(q: &QueueStats) -> serde_json::Value {
         "counts": counts(&q.counts),
         "kinds": kinds,
         "oldest_ready_age_ms": q.oldest_ready_age.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        "rate_tokens": q.rate_tokens,
     })
 }

@@ -487,7 +487,30 @@ fn tasks_are_enqueued_in_groups_and_the_groups_listed() -> TestResult {
     let json: serde_json::Value = serde_json::from_str(&top)?;
     assert_eq!(
         json,
-        serde_json::json!({"groups": [{"group": "api.example.com", "waiting": 2, "leased": 0}]})
+        serde_json::json!({"groups": [
+            {"group": "api.example.com", "waiting": 2, "leased": 0, "rate_tokens": null}
+        ]})
+    );
+    // Under a group rate limit each group shows its tokens left.
+    server.ok(&[
+        "queue",
+        "fetch",
+        "--group-rate-limit",
+        "1/1m",
+        "--group-burst",
+        "3",
+    ]);
+    let table = server.ok(&["groups", "fetch"]);
+    let heads: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(heads, ["GROUP", "WAITING", "LEASED", "TOKENS"], "{table}");
+    assert!(
+        table.lines().nth(1).is_some_and(|l| l.ends_with("  3")),
+        "full: {table}"
     );
     for bad in [
         &["enqueue", "fetch", "--group", ""][..],

@@ -276,6 +276,8 @@ pub(super) fn queue_stats(v: Value) -> Result<QueueStats, StoreError> {
         counts: counts(&f)?,
         kinds,
         oldest_ready_age: opt(f.get("oldest_ready_ms")?, ms)?,
+        // Absent from servers that predate it.
+        rate_tokens: f.optional("rate_tokens", small)?,
     })
 }
 
@@ -296,13 +298,14 @@ pub(super) fn settings(v: Value) -> Result<QueueSettings, StoreError> {
     })
 }
 
-/// One group of `GROUPS`: `{group, waiting, leased}`.
+/// One group of `GROUPS`: `{group, waiting, leased, rate_tokens}`.
 pub(super) fn group_stats(v: Value) -> Result<GroupStats, StoreError> {
     let f = Fields::new(v)?;
     Ok(GroupStats {
         group: name(f.get("group")?, TaskGroup::new)?,
         waiting: uint(f.get("waiting")?)?,
         leased: uint(f.get("leased")?)?,
+        rate_tokens: f.optional("rate_tokens", small)?,
     })
 }
 

@@ -406,8 +406,9 @@ impl Groups {
         self.slots.iter().flatten().map(|g| &g.ready)
     }
 
-    /// Every group with tasks waiting or leased.
-    pub(crate) fn stats(&self) -> Vec<GroupStats> {
+    /// Every group with tasks waiting or leased, with its bucket's tokens
+    /// at `now` under `limit`, the queue's group_rate_limit.
+    pub(crate) fn stats(&self, limit: Option<&RateLimit>, now: Timestamp) -> Vec<GroupStats> {
         self.slots
             .iter()
             .flatten()
@@ -416,6 +417,7 @@ impl Groups {
                 group: g.name.clone(),
                 waiting: g.counts.ready + g.counts.scheduled,
                 leased: g.counts.leased,
+                rate_tokens: limit.map(|l| TokenBucket::left(g.bucket.as_ref(), l, now)),
             })
             .collect()
     }
@@ -498,7 +500,10 @@ mod tests {
         let b = groups.join(&g("b"));
         assert_eq!(b, a, "the freed slot is reused");
         assert_eq!(groups.name(b), Some(&g("b")));
-        assert!(groups.stats().is_empty(), "nothing counted yet");
+        assert!(
+            groups.stats(None, Timestamp::from_millis(0)).is_empty(),
+            "nothing counted yet"
+        );
     }
 
     #[test]

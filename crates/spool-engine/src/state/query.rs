@@ -259,6 +259,7 @@ impl State {
                     .map(|(&k, &c)| (self.kinds[k as usize].clone(), c))
                     .collect(),
                 oldest_ready_age: QueueState::oldest_ready_age(self.lane_heads(q as u32), now),
+                rate_tokens: queue.rate_tokens(now),
             })
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -279,12 +280,15 @@ impl State {
         &self,
         queue: &QueueName,
         limit: usize,
+        now: Timestamp,
     ) -> Result<Vec<GroupStats>, StoreError> {
         spool_core::groups::validate_limit(limit)?;
         let Some(q) = self.queue_of(queue) else {
             return Ok(Vec::new());
         };
-        Ok(busiest_first(self.queue(q).groups.stats(), limit))
+        let queue = self.queue(q);
+        let rate = queue.settings.group_rate_limit.as_ref();
+        Ok(busiest_first(queue.groups.stats(rate, now), limit))
     }
 }
 

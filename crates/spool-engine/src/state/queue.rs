@@ -75,6 +75,13 @@ impl QueueState {
         n
     }
 
+    /// The whole tokens the rate limit's bucket holds at `now`, if the
+    /// queue has one.
+    pub(crate) fn rate_tokens(&self, now: Timestamp) -> Option<u32> {
+        let limit = self.settings.rate_limit?;
+        Some(TokenBucket::left(self.bucket.as_ref(), &limit, now))
+    }
+
     /// Counts `n` tasks a claim took against the rate limit.
     pub(crate) fn took(&mut self, n: u32, now: Timestamp) {
         if let (Some(limit), Some(bucket)) = (self.settings.rate_limit, self.bucket.as_mut()) {

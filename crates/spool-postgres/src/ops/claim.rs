@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use rand::Rng;
-use spool_core::{ClaimRequest, StoreError, Task};
+use spool_core::{ClaimRequest, QueueName, StoreError, Task};
 use tokio::time::Instant;
 use tokio_postgres::Row;
 
@@ -75,10 +75,10 @@ struct Look {
     throttled: bool,
 }
 
-/// Counts a claim that the limits held back at its first look.
-fn count_throttled(first: &Look) {
+/// Counts a claim on `queue` that the limits held back at its first look.
+fn count_throttled(queue: &QueueName, first: &Look) {
     if first.throttled {
-        metrics::counter!(THROTTLED).increment(1);
+        metrics::counter!(THROTTLED, "queue" => queue.to_string()).increment(1);
     }
 }
 
@@ -107,7 +107,7 @@ impl Backend {
         let lease_ms = req.lease.map(|l| millis("lease_ms", l)).transpose()?;
         if req.wait.is_zero() {
             let look = self.claim_once(&req, lease_ms, None).await?;
-            count_throttled(&look);
+            count_throttled(&req.queue, &look);
             return Ok(look.tasks);
         }
         let deadline = Instant::now() + req.wait;
@@ -119,7 +119,7 @@ impl Backend {
             woken.as_mut().enable();
             let look = self.claim_once(&req, lease_ms, Some(deadline)).await?;
             if std::mem::take(&mut first) {
-                count_throttled(&look);
+                count_throttled(&req.queue, &look);
             }
             let Look { tasks, recheck, .. } = look;
             let now = Instant::now();

@@ -45,6 +45,10 @@ impl Backend {
                         .map_err(corrupt)?,
                     waiting: count(row, "waiting")?,
                     leased: count(row, "leased")?,
+                    rate_tokens: row
+                        .try_get::<_, Option<i64>>("rate_tokens")
+                        .map_err(corrupt)?
+                        .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX)),
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;

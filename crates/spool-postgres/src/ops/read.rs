@@ -121,8 +121,23 @@ impl Backend {
 
     /// Counts per queue, kind and state: the count every node shares
     /// while it is younger than `stats_max_age`, else a fresh one, which
-    /// is then shared.
+    /// is then shared. The rate limits' tokens are read fresh either way.
     pub(crate) async fn stats(&self) -> Result<Vec<QueueStats>, StoreError> {
+        let mut stats = self.stats_counts().await?;
+        let client = self.client().await?;
+        for row in client.query(&self.sql.rate_tokens, &[]).await.map_err(db)? {
+            let name: &str = row.try_get("name").map_err(corrupt)?;
+            let tokens: i64 = row.try_get("tokens").map_err(corrupt)?;
+            // A queue created since a cached count is not in it yet.
+            if let Some(s) = stats.iter_mut().find(|s| s.name.as_str() == name) {
+                s.rate_tokens = Some(u32::try_from(tokens.max(0)).unwrap_or(u32::MAX));
+            }
+        }
+        Ok(stats)
+    }
+
+    /// The counts alone, cached or fresh.
+    async fn stats_counts(&self) -> Result<Vec<QueueStats>, StoreError> {
         let max_age = i64::try_from(self.config.stats_max_age.as_millis()).unwrap_or(i64::MAX);
         if max_age > 0 {
             let client = self.client().await?;
@@ -178,6 +193,7 @@ fn stats_from(row: &tokio_postgres::Row) -> Result<Vec<QueueStats>, StoreError> 
                 counts: StateCounts::default(),
                 kinds: Default::default(),
                 oldest_ready_age: None,
+                rate_tokens: None,
             });
         }
         let Some(stats) = out.last_mut() else {

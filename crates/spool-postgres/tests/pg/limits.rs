@@ -208,16 +208,20 @@ async fn rate_limit_holds_across_nodes() {
     );
 }
 
-/// Counts the counters incremented on the thread that installed it
-/// ([`metrics::set_default_local_recorder`]): tests run in parallel, and a
-/// global recorder would count the throttled claims of every test.
+/// Counts the throttled claims counted on the thread that installed it
+/// ([`metrics::set_default_local_recorder`]), by their `queue` label:
+/// tests run in parallel, and a global recorder would count the throttled
+/// claims of every test.
 #[derive(Default)]
 struct Counters(Mutex<HashMap<String, Arc<AtomicU64>>>);
 
 impl Counters {
-    fn get(&self, name: &str) -> u64 {
+    /// The throttled claims counted on `queue`.
+    fn get(&self, queue: &QueueName) -> u64 {
         let counters = self.0.lock().unwrap();
-        counters.get(name).map_or(0, |c| c.load(Ordering::SeqCst))
+        counters
+            .get(queue.as_str())
+            .map_or(0, |c| c.load(Ordering::SeqCst))
     }
 }
 
@@ -227,9 +231,15 @@ impl Recorder for Counters {
     fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
 
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        if key.name() != THROTTLED {
+            return Counter::noop();
+        }
+        let queue = key
+            .labels()
+            .find(|l| l.key() == "queue")
+            .map_or_else(String::new, |l| l.value().to_string());
         let mut counters = self.0.lock().unwrap();
-        let counter = counters.entry(key.name().to_string()).or_default();
-        Counter::from_arc(counter.clone())
+        Counter::from_arc(counters.entry(queue).or_default().clone())
     }
 
     fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
@@ -257,7 +267,8 @@ async fn queue_of(store: &PgStore, name: &str, settings: QueueSettings, tasks: u
 }
 
 /// A claim that a queue's limits hold back while tasks are ready counts
-/// once as `spool_claims_throttled_total` (docs/spec.md §7), as in the
+/// once as `spool_claims_throttled_total` with its queue's label
+/// (docs/spec.md §7), as in the
 /// embedded engine; a long poll counts once, however often it looks; a
 /// claim that finds nothing ready, limits or not, does not count. On the
 /// test's own thread (a current-thread runtime), so the counter is this
@@ -277,7 +288,7 @@ async fn claims_the_limits_hold_back_count_as_throttled() {
     // Without limits, nothing ready: not throttled.
     let plain = queue_of(&store, "plain", QueueSettings::default(), 0).await;
     assert!(claim(&plain, Duration::ZERO).await.unwrap().is_empty());
-    assert_eq!(counters.get(THROTTLED), 0);
+    assert_eq!(counters.get(&plain), 0);
 
     // A rate limit of 1 a minute and two ready tasks: the first claim
     // spends the token, the second takes nothing and counts.
@@ -291,9 +302,9 @@ async fn claims_the_limits_hold_back_count_as_throttled() {
     };
     let rated = queue_of(&store, "rated", per_minute.clone(), 2).await;
     assert_eq!(claim(&rated, Duration::ZERO).await.unwrap().len(), 1);
-    assert_eq!(counters.get(THROTTLED), 0, "the first claim took a task");
+    assert_eq!(counters.get(&rated), 0, "the first claim took a task");
     assert!(claim(&rated, Duration::ZERO).await.unwrap().is_empty());
-    assert_eq!(counters.get(THROTTLED), 1, "the second was held back");
+    assert_eq!(counters.get(&rated), 1, "the second was held back");
 
     // A long poll held back (paced: it reads the bucket, sleeps, reads it
     // again) counts once.
@@ -301,13 +312,13 @@ async fn claims_the_limits_hold_back_count_as_throttled() {
         .await
         .unwrap()
         .is_empty());
-    assert_eq!(counters.get(THROTTLED), 2, "a long poll counts once");
+    assert_eq!(counters.get(&rated), 2, "a long poll counts once");
 
     // The token spent, but nothing ready: not throttled.
     let empty = queue_of(&store, "rated_empty", per_minute, 1).await;
     assert_eq!(claim(&empty, Duration::ZERO).await.unwrap().len(), 1);
     assert!(claim(&empty, Duration::ZERO).await.unwrap().is_empty());
-    assert_eq!(counters.get(THROTTLED), 2, "nothing was ready");
+    assert_eq!(counters.get(&empty), 0, "nothing was ready");
 
     // max_leased 1 and two ready tasks: the second claim counts.
     let one_at_a_time = QueueSettings {
@@ -317,5 +328,6 @@ async fn claims_the_limits_hold_back_count_as_throttled() {
     let capped = queue_of(&store, "capped", one_at_a_time, 2).await;
     assert_eq!(claim(&capped, Duration::ZERO).await.unwrap().len(), 1);
     assert!(claim(&capped, Duration::ZERO).await.unwrap().is_empty());
-    assert_eq!(counters.get(THROTTLED), 3, "max_leased held it back");
+    assert_eq!(counters.get(&capped), 1, "max_leased held it back");
+    assert_eq!(counters.get(&rated), 2, "each queue counts its own");
 }

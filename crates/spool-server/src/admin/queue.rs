@@ -43,14 +43,20 @@ pub(super) struct QueueQuery {
 
 type PathIn = Result<ApiPath<QueueName>, ApiError>;
 
-/// The queue's claim limits, and how much of max_leased is in use.
+/// The queue's claim limits, and how much of each is in use: tasks leased
+/// of max_leased, tokens left of the rate limit's burst.
 fn limits(s: &QueueSettings, q: &QueueStats) -> Markup {
     html! {
         @if s.rate_limit.is_some() || s.max_leased.is_some() || s.group_concurrency.is_some()
             || s.group_rate_limit.is_some() {
             p.limits {
                 @if let Some(r) = &s.rate_limit {
-                    "Rate limit: " (rate(r)) ". "
+                    "Rate limit: " (rate(r))
+                    @if let Some(left) = q.rate_tokens {
+                        "; " (text::count(u64::from(left))) " of "
+                        (text::count(u64::from(r.burst))) " left now"
+                    }
+                    ". "
                 }
                 @if let Some(max) = s.max_leased {
                     "Leased: " (text::count(q.counts.leased)) " of at most "
@@ -75,10 +81,11 @@ fn rate(r: &RateLimit) -> Markup {
     }
 }
 
-/// The queue's busiest groups: tasks waiting, and leased (of at most
-/// `per_group`). A store that cannot say is noted, not an error: the rest
-/// of the page is still worth showing.
-fn groups_section(groups: &Result<Vec<GroupStats>, ApiError>, per_group: Option<u32>) -> Markup {
+/// The queue's busiest groups: tasks waiting, leased (of at most
+/// `per_group`), and, under a group_rate_limit, the tokens left in each
+/// one's bucket (of its burst). A store that cannot say is noted, not an
+/// error: the rest of the page is still worth showing.
+fn groups_section(groups: &Result<Vec<GroupStats>, ApiError>, limits: &QueueSettings) -> Markup {
     html! {
         @match groups {
             Ok(groups) if groups.is_empty() => {}
@@ -88,7 +95,7 @@ fn groups_section(groups: &Result<Vec<GroupStats>, ApiError>, per_group: Option<
                     @if groups.len() == GROUPS_SHOWN {
                         p.muted { "The " (GROUPS_SHOWN) " busiest groups." }
                     }
-                    (groups_table(groups, per_group))
+                    (groups_table(groups, limits))
                 }
             }
             Err(_) => p.muted { "This queue's groups could not be read." },
@@ -96,7 +103,8 @@ fn groups_section(groups: &Result<Vec<GroupStats>, ApiError>, per_group: Option<
     }
 }
 
-fn groups_table(groups: &[GroupStats], per_group: Option<u32>) -> Markup {
+fn groups_table(groups: &[GroupStats], limits: &QueueSettings) -> Markup {
+    let burst = limits.group_rate_limit.map(|r| r.burst);
     html! {
         div.scroll {
             table.data.groups {
@@ -106,6 +114,9 @@ fn groups_table(groups: &[GroupStats], per_group: Option<u32>) -> Markup {
                         th scope="col" { "Group" }
                         th.num scope="col" { "Waiting" }
                         th.num scope="col" { "Leased" }
+                        @if burst.is_some() {
+                            th.num scope="col" { "Tokens left" }
+                        }
                     }
                 }
                 tbody {
@@ -115,8 +126,16 @@ fn groups_table(groups: &[GroupStats], per_group: Option<u32>) -> Markup {
                             td.num { (text::count(g.waiting)) }
                             td.num {
                                 (text::count(g.leased))
-                                @if let Some(max) = per_group {
+                                @if let Some(max) = limits.group_concurrency {
                                     " of " (text::count(u64::from(max)))
+                                }
+                            }
+                            @if let Some(burst) = burst {
+                                td.num {
+                                    @if let Some(left) = g.rate_tokens {
+                                        (text::count(u64::from(left)))
+                                        " of " (text::count(u64::from(burst)))
+                                    }
                                 }
                             }
                         }
@@ -212,7 +231,7 @@ pub(super) async fn page(
                 a href=(links::queue_page(&name, state, Some(next))) { "Next page" }
             }
         }
-        (groups_section(&groups, settings.group_concurrency))
+        (groups_section(&groups, &settings))
         @if queue.kinds.len() > 1 {
             section aria-labelledby="kinds-heading" {
                 h2 #kinds-heading { "By kind" }

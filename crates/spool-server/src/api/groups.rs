@@ -33,6 +33,9 @@ pub(super) struct GroupJson {
     pub waiting: u64,
     /// Its tasks leased now.
     pub leased: u64,
+    /// The whole tokens left in its bucket under the queue's
+    /// group_rate_limit. Null without one.
+    pub rate_tokens: Option<u32>,
 }
 
 impl From<GroupStats> for GroupJson {
@@ -41,6 +44,7 @@ impl From<GroupStats> for GroupJson {
             group: g.group.to_string(),
             waiting: g.waiting,
             leased: g.leased,
+            rate_tokens: g.rate_tokens,
         }
     }
 }

@@ -25,6 +25,9 @@ pub(super) struct QueueJson {
     pub kinds: BTreeMap<String, CountsJson>,
     /// How long the oldest ready task has been claimable; null when none is.
     pub oldest_ready_age_ms: Option<u64>,
+    /// The whole tokens left in the bucket of the queue's rate_limit: the
+    /// most tasks claims may take before it refills. Null without one.
+    pub rate_tokens: Option<u32>,
 }
 
 /// `{"queues": [...]}`, by name.
@@ -47,6 +50,7 @@ impl From<QueueStats> for QueueJson {
             oldest_ready_age_ms: q
                 .oldest_ready_age
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            rate_tokens: q.rate_tokens,
         }
     }
 }

@@ -131,8 +131,8 @@ fn counts(c: &StateCounts) -> [(&'static str, Reply); 5] {
     ]
 }
 
-/// One queue of `QUEUES`: its counts, the same per kind, and how long its
-/// oldest ready task has waited.
+/// One queue of `QUEUES`: its counts, the same per kind, how long its
+/// oldest ready task has waited, and its rate limit's tokens left.
 pub(super) fn queue_stats(q: &QueueStats) -> Reply {
     let mut fields = vec![
         ("name", Reply::text(q.name.to_string())),
@@ -150,6 +150,7 @@ pub(super) fn queue_stats(q: &QueueStats) -> Reply {
         .collect();
     fields.push(("kinds", Reply::Array(kinds)));
     fields.push(("oldest_ready_ms", or_null(q.oldest_ready_age, ms)));
+    fields.push(("rate_tokens", or_null(q.rate_tokens, tokens)));
     Reply::Map(fields)
 }
 
@@ -184,13 +185,20 @@ fn rate_limit(r: RateLimit) -> Reply {
     ])
 }
 
-/// One group of `GROUPS`: its tasks waiting and leased.
+/// One group of `GROUPS`: its tasks waiting and leased, and its rate
+/// limit's tokens left.
 pub(super) fn group_stats(g: &GroupStats) -> Reply {
     Reply::Map(vec![
         ("group", Reply::text(g.group.to_string())),
         ("waiting", count(g.waiting)),
         ("leased", count(g.leased)),
+        ("rate_tokens", or_null(g.rate_tokens, tokens)),
     ])
+}
+
+/// A rate limit's whole tokens left.
+fn tokens(n: u32) -> Reply {
+    Reply::Int(i64::from(n))
 }
 
 pub(super) fn schedule(s: &Schedule) -> Reply {

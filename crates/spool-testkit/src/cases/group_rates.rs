@@ -54,6 +54,40 @@ pub async fn each_group_has_a_rate_limit_of_its_own(fx: Fixture) {
     assert_eq!((s.counts.ready, s.counts.leased), (6, 7));
 }
 
+/// A queue's groups show the whole tokens left in each one's bucket: full
+/// for a group no claim took from, less what claims took; none without a
+/// group_rate_limit.
+pub async fn groups_show_each_groups_tokens_left(fx: Fixture) {
+    let q = make_queue(&fx, "group-tokens", per_group(slow(3))).await;
+    let plain = make_queue(&fx, "group-untokened", QueueSettings::default()).await;
+    for queue in [&q, &plain] {
+        enqueue_group(&fx, queue, Some("a"), 5).await;
+        enqueue_group(&fx, queue, Some("b"), 1).await;
+    }
+    let tokens = |groups: Result<Vec<spool_core::GroupStats>, _>| {
+        groups
+            .expect("groups")
+            .into_iter()
+            .map(|g| (g.group.as_str().to_owned(), g.rate_tokens))
+            .collect::<Vec<_>>()
+    };
+    let a_and_b = |a, b| vec![("a".to_owned(), a), ("b".to_owned(), b)];
+    assert_eq!(
+        tokens(fx.store.groups(&q, 10).await),
+        a_and_b(Some(3), Some(3))
+    );
+    // Two turns take a, b, then a again; b has no task left for a third.
+    assert_eq!(claim(&fx, &q, WORKER, 3).await.len(), 3);
+    assert_eq!(
+        tokens(fx.store.groups(&q, 10).await),
+        a_and_b(Some(1), Some(2))
+    );
+    assert_eq!(
+        tokens(fx.store.groups(&plain, 10).await),
+        a_and_b(None, None)
+    );
+}
+
 /// A bucket of one refills one task per period, in every group at once.
 pub async fn each_group_refills_at_its_rate(fx: Fixture) {
     let q = make_queue(&fx, "group-metered", per_group(one_per_tick())).await;

@@ -126,6 +126,20 @@ pub async fn rate_limit_hands_out_the_burst_then_holds(fx: Fixture) {
     assert_eq!((s.counts.ready, s.counts.leased), (5, 5));
 }
 
+/// Stats show the whole tokens left in a rate limit's bucket: full before
+/// any claim, less what claims took; none on a queue without a limit.
+pub async fn stats_show_the_rate_limit_tokens_left(fx: Fixture) {
+    let q = make_queue(&fx, "metered-stats", limited(None, Some(slow(5)))).await;
+    let plain = make_queue(&fx, "unmetered-stats", limited(Some(3), None)).await;
+    enqueue_n(&fx, &q, 10).await;
+    assert_eq!(stats_of(&fx, &q).await.rate_tokens, Some(5), "full");
+    assert_eq!(claim(&fx, &q, WORKER, 2).await.len(), 2);
+    assert_eq!(stats_of(&fx, &q).await.rate_tokens, Some(3));
+    assert_eq!(claim(&fx, &q, WORKER, 10).await.len(), 3);
+    assert_eq!(stats_of(&fx, &q).await.rate_tokens, Some(0), "spent");
+    assert_eq!(stats_of(&fx, &plain).await.rate_tokens, None);
+}
+
 /// A bucket of one refills one task per period: each step, a period apart,
 /// gets exactly one, however many it asks for.
 pub async fn rate_limit_refills_at_its_rate(fx: Fixture) {

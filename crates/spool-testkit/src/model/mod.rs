@@ -187,8 +187,8 @@ impl Store for Model {
     }
 
     async fn groups(&self, queue: &QueueName, limit: usize) -> Result<Vec<GroupStats>, StoreError> {
-        let (state, _) = self.lock();
-        state.groups(queue, limit)
+        let (state, now) = self.lock();
+        state.groups(queue, limit, now)
     }
 
     async fn put_queue(

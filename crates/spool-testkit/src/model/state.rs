@@ -603,8 +603,10 @@ impl State {
         &self,
         q: &QueueName,
         limit: usize,
+        now: Timestamp,
     ) -> Result<Vec<GroupStats>, StoreError> {
         spool_core::groups::validate_limit(limit)?;
+        let rate = self.settings(q).group_rate_limit;
         let mut by_group: BTreeMap<TaskGroup, GroupStats> = BTreeMap::new();
         for t in self.tasks.values().filter(|t| t.queue == *q) {
             let Some(g) = &t.group else { continue };
@@ -612,6 +614,10 @@ impl State {
                 group: g.clone(),
                 waiting: 0,
                 leased: 0,
+                rate_tokens: rate.map(|limit| {
+                    let bucket = self.group_buckets.get(&(q.clone(), g.as_str().to_owned()));
+                    TokenBucket::left(bucket, &limit, now)
+                }),
             });
             match t.state {
                 TaskState::Leased => stats.leased += 1,
@@ -694,6 +700,9 @@ impl State {
                     counts: Default::default(),
                     kinds: KindCounts::new(),
                     oldest_ready_age: None,
+                    rate_tokens: s
+                        .rate_limit
+                        .map(|limit| TokenBucket::left(self.buckets.get(q), &limit, now)),
                 };
                 (q.clone(), stats)
             })

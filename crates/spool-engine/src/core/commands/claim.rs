@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use spool_core::transition::lease_for;
-use spool_core::ClaimRequest;
+use spool_core::{ClaimRequest, QueueName};
 
 use crate::core::waiters::{ClaimReply, Waiter};
 use crate::core::Core;
@@ -64,7 +64,7 @@ impl Core {
         let allowed = queue.allowance(now).min(max);
         if allowed == 0 {
             if queue.counts.ready > 0 {
-                metrics::counter!("spool_claims_throttled_total").increment(1);
+                count_throttled(&queue.name);
             }
             return Vec::new();
         }
@@ -72,7 +72,7 @@ impl Core {
         let queue = self.state.queue(q);
         if ids.is_empty() && queue.counts.ready > 0 && queue.groups.next_refill().is_some() {
             // Ready tasks, none claimable, and groups out of tokens.
-            metrics::counter!("spool_claims_throttled_total").increment(1);
+            count_throttled(&queue.name);
         }
         let mut rng = rand::thread_rng();
         let claimed: Vec<Claimed> = ids
@@ -160,4 +160,10 @@ impl Core {
             self.respond(Ok(Vec::new()), w.reply);
         }
     }
+}
+
+/// Counts a claim on `queue` that its limits held back while tasks were
+/// ready (docs/spec.md §7).
+fn count_throttled(queue: &QueueName) {
+    metrics::counter!("spool_claims_throttled_total", "queue" => queue.to_string()).increment(1);
 }

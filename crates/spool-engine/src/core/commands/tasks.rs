@@ -123,11 +123,12 @@ impl Core {
     }
 
     pub(crate) fn groups(
-        &self,
+        &mut self,
         queue: &QueueName,
         limit: usize,
     ) -> Result<Vec<GroupStats>, StoreError> {
         self.refuse_if_poisoned()?;
-        self.state.groups(queue, limit)
+        let now = self.now();
+        self.state.groups(queue, limit, now)
     }
 }

@@ -131,12 +131,16 @@ async fn a_queue_shows_its_limits_and_their_use() {
     assert_eq!(claimed.len(), 2);
     let page = s.get("/queues/metered").await;
     page.assert_page(200);
-    assert!(
-        page.text
-            .contains("Rate limit: 100 per 1 s, in bursts of at most 20."),
-        "{}",
-        page.text
-    );
+    let (_, rest) = page
+        .text
+        .split_once("Rate limit: 100 per 1 s, in bursts of at most 20; ")
+        .unwrap_or_else(|| panic!("no rate limit line: {}", page.text));
+    let (left, _) = rest
+        .split_once(" of 20 left now.")
+        .unwrap_or_else(|| panic!("no tokens left: {rest}"));
+    // 18 after the claim, refilling at 100/s while the page is read.
+    let left: u32 = left.parse().unwrap();
+    assert!((18..=20).contains(&left), "{left} tokens left");
     assert!(
         page.text.contains("Leased: 2 of at most 5."),
         "{}",
@@ -206,6 +210,10 @@ async fn a_queue_shows_its_busiest_groups_escaped() {
         "{}",
         rows[2]
     );
+    assert!(groups.contains(">Tokens left<"), "{groups}");
+    for row in &rows {
+        assert!(row.contains(" of 5</td>"), "tokens of the burst: {row}");
+    }
 }
 
 #[tokio::test]

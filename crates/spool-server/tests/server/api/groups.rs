@@ -125,6 +125,17 @@ async fn a_group_rate_limit_is_set_enforced_and_removed() {
     );
     let none = claim().await;
     assert_eq!(none.json["tasks"], json!([]), "{}", none.text);
+    let groups = s.get("/v1/queues/fair/groups").await;
+    let tokens: Vec<&Value> = groups.json["groups"]
+        .as_array()
+        .map(|g| g.iter().map(|g| &g["rate_tokens"]).collect())
+        .unwrap_or_default();
+    assert_eq!(tokens, [&json!(0), &json!(0)], "{}", groups.text);
+    let metrics = s.get("/metrics").await.text;
+    assert!(
+        metrics.contains(r#"spool_claims_throttled_total{queue="fair"} 1"#),
+        "{metrics}"
+    );
     put_fair(
         &s,
         r#"{"group_rate_limit":{"limit":0,"period_ms":1000,"burst":1}}"#,
@@ -189,15 +200,15 @@ async fn groups_are_reported_busiest_first() {
     assert_eq!(
         a.json,
         json!({"groups": [
-            {"group": "big", "waiting": 3, "leased": 0},
-            {"group": "small", "waiting": 1, "leased": 0},
-            {"group": "leasy", "waiting": 0, "leased": 2},
+            {"group": "big", "waiting": 3, "leased": 0, "rate_tokens": null},
+            {"group": "small", "waiting": 1, "leased": 0, "rate_tokens": null},
+            {"group": "leasy", "waiting": 0, "leased": 2, "rate_tokens": null},
         ]})
     );
     let a = s.get("/v1/queues/work/groups?limit=1").await;
     assert_eq!(
         a.json,
-        json!({"groups": [{"group": "big", "waiting": 3, "leased": 0}]})
+        json!({"groups": [{"group": "big", "waiting": 3, "leased": 0, "rate_tokens": null}]})
     );
     let a = s.get("/v1/queues/nowhere/groups?limit=1000").await;
     assert_eq!(a.json, json!({"groups": []}), "{}", a.text);
