@@ -19,6 +19,11 @@
 -- Answers one row per input key (key, the task id it names), or a single
 -- row of NULL keys when no task has a key; each row also carries db_now,
 -- the statement's clock (the run_at of tasks to run now).
+--
+-- `gen` is the ring's current generation, read once for the statement:
+-- the column's DEFAULT (current_gen(), a SQL function) would run for every
+-- row, about 25 us each (docs/BENCHMARKS.md, 2026-12-02), and reads the
+-- same row under the same snapshot.
 WITH input AS (
     SELECT *
     FROM unnest($3::bigint[], $4::text[], $5::smallint[], $6::timestamptz[], $7::bigint[],
@@ -36,12 +41,12 @@ WITH input AS (
 ), inserted AS (
     INSERT INTO {schema}.tasks
         (id, queue_id, state, priority, run_at, attempt, max_attempts, lease_ms,
-         kind, key, payload_json, payload, created_at, updated_at, traceparent, grp)
+         kind, key, payload_json, payload, created_at, updated_at, traceparent, grp, gen)
     SELECT i.id, $1,
            CASE WHEN r.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
            i.priority, r.run_at, 0, i.max_attempts, i.lease_ms,
            i.kind, i.key, i.payload_json, i.payload, {schema}.now_ms(), {schema}.now_ms(),
-           i.traceparent, i.grp
+           i.traceparent, i.grp, (SELECT current FROM {schema}.ring)
     FROM input i
     CROSS JOIN LATERAL (
         SELECT COALESCE(i.run_at, {schema}.now_ms() + i.delay_ms * interval '1 millisecond') AS run_at

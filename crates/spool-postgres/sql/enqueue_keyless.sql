@@ -18,6 +18,11 @@
 -- such queue), too_large (the size of the first payload over it, else
 -- NULL), ids (the new tasks' ids in input order, ascending) and db_now
 -- (the statement's clock: the run_at of tasks to run now).
+--
+-- `gen` is the ring's current generation, read once for the statement:
+-- the column's DEFAULT (current_gen(), a SQL function) would run for every
+-- row, about 25 us each (docs/BENCHMARKS.md, 2026-12-02), and reads the
+-- same row under the same snapshot.
 WITH q AS (
     SELECT id, max_attempts, max_payload FROM {schema}.queues WHERE name = $1
 ), input AS (
@@ -42,12 +47,12 @@ WITH q AS (
 ), inserted AS (
     INSERT INTO {schema}.tasks
         (id, queue_id, state, priority, run_at, attempt, max_attempts, lease_ms,
-         kind, key, payload_json, payload, created_at, updated_at, traceparent, grp)
+         kind, key, payload_json, payload, created_at, updated_at, traceparent, grp, gen)
     SELECT n.id, q.id,
            CASE WHEN r.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
            i.priority, r.run_at, 0, COALESCE(i.max_attempts, q.max_attempts), i.lease_ms,
            i.kind, NULL, i.payload_json, i.payload, {schema}.now_ms(), {schema}.now_ms(),
-           i.traceparent, i.grp
+           i.traceparent, i.grp, (SELECT current FROM {schema}.ring)
     FROM input i
     JOIN ids n ON n.ord = i.ord
     CROSS JOIN q

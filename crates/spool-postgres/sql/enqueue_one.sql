@@ -10,14 +10,19 @@
 -- of a task to run now); no row, and nothing written, when the queue does
 -- not exist or the payload is larger than its max_payload (the caller then
 -- asks enqueue_keyless.sql, which tells which).
+--
+-- `gen` is the ring's current generation, read once for the statement:
+-- the column's DEFAULT (current_gen(), a SQL function) would run for every
+-- row, about 25 us each (docs/BENCHMARKS.md, 2026-12-02), and reads the
+-- same row under the same snapshot.
 INSERT INTO {schema}.tasks
     (id, queue_id, state, priority, run_at, attempt, max_attempts, lease_ms,
-     kind, key, payload_json, payload, created_at, updated_at, traceparent)
+     kind, key, payload_json, payload, created_at, updated_at, traceparent, gen)
 SELECT nextval('{schema}.task_ids'), q.id,
        CASE WHEN r.run_at <= now() THEN 'ready' ELSE 'scheduled' END,
        $3::smallint, r.run_at, 0, COALESCE($6::integer, q.max_attempts), $7::bigint,
        $2::text, NULL, $8::boolean, $9::bytea, {schema}.now_ms(), {schema}.now_ms(),
-       $10::text
+       $10::text, (SELECT current FROM {schema}.ring)
 FROM {schema}.queues q
 CROSS JOIN LATERAL (
     SELECT COALESCE($4::timestamptz,

@@ -16,11 +16,13 @@
 //!   group B; `--claimers` (4) loops claim 100 and ack. Reports which claim
 //!   first held a B task, and how many A tasks had been handed out when
 //!   the last B task was.
-//! - `cost`: the same drain of `--tasks` tasks twice, each run on a queue
-//!   of its own: a plain queue of ungrouped tasks, then one with a rate
-//!   limit, `max_leased` and `group_concurrency` set (none of them binding)
-//!   whose tasks spread over `--groups` groups (0: none). Reports both
-//!   throughputs and their ratio, the best of `--rounds` (3) drains each.
+//! - `cost`: the same drain of `--tasks` tasks three times, each run on a
+//!   queue of its own: a plain queue of ungrouped tasks, then one with a
+//!   rate limit, `max_leased` and `group_concurrency` set (none of them
+//!   binding) whose tasks spread over `--groups` groups (0: none), then
+//!   the same with a `group_rate_limit` too (not binding either: what a
+//!   bucket per group costs). Reports the throughputs and their ratios to
+//!   the plain drain, the best of `--rounds` (3) drains each.
 //!
 //! `--store embedded` (the default) opens an engine in a temporary
 //! directory; `--store postgres` opens `--nodes` stores (3) on one fresh
@@ -377,31 +379,43 @@ async fn cost(
         group_concurrency: Some(100),
         ..QueueSettings::default()
     };
-    put(&*first, &limited, settings).await;
+    put(&*first, &limited, settings.clone()).await;
+    let rated = QueueName::new("rated").unwrap();
+    let per_group = QueueSettings {
+        group_rate_limit: settings.rate_limit,
+        ..settings
+    };
+    put(&*first, &rated, per_group).await;
     let names: Vec<TaskGroup> = (0..groups)
         .map(|g| TaskGroup::new(format!("tenant-{g:05}")).unwrap())
         .collect();
-    let (mut plain_best, mut limited_best) = (0f64, 0f64);
+    let grouped = |i: usize| (!names.is_empty()).then(|| names[i % names.len()].clone());
+    let (mut plain_best, mut limited_best, mut rated_best) = (0f64, 0f64, 0f64);
     for round in 1..=rounds {
         fill(&*first, &plain, tasks, |_| None).await;
         let plain_rate = drain(&stores, &plain, claimers).await;
-        fill(&*first, &limited, tasks, |i| {
-            (!names.is_empty()).then(|| names[i % names.len()].clone())
-        })
-        .await;
+        fill(&*first, &limited, tasks, grouped).await;
         let limited_rate = drain(&stores, &limited, claimers).await;
+        fill(&*first, &rated, tasks, grouped).await;
+        let rated_rate = drain(&stores, &rated, claimers).await;
         println!(
-            "round {round}: plain {plain_rate:.0}/s, limits + {groups} groups {limited_rate:.0}/s ({:.2}x)",
-            limited_rate / plain_rate
+            "round {round}: plain {plain_rate:.0}/s, limits + {groups} groups {limited_rate:.0}/s ({:.2}x), \
+             and a rate limit per group {rated_rate:.0}/s ({:.2}x)",
+            limited_rate / plain_rate,
+            rated_rate / plain_rate
         );
         plain_best = plain_best.max(plain_rate);
         limited_best = limited_best.max(limited_rate);
+        rated_best = rated_best.max(rated_rate);
     }
     println!(
         "cost {kind:?} nodes={} claimers={claimers} tasks={tasks}: best plain {plain_best:.0}/s, \
-         best limits + {groups} groups {limited_best:.0}/s ({:.2}x)",
+         best limits + {groups} groups {limited_best:.0}/s ({:.2}x), \
+         and a rate limit per group {rated_best:.0}/s ({:.2}x; {:.2}x of limits alone)",
         stores.nodes.len(),
-        limited_best / plain_best
+        limited_best / plain_best,
+        rated_best / plain_best,
+        rated_best / limited_best
     );
     stores.close().await;
 }

@@ -12,7 +12,8 @@
 //! --postgres postgres://postgres@127.0.0.1:5432/test`. Options:
 //! `--schema S` (default `spool_steady_rt`; dropped and created afresh,
 //! so every run starts from an empty table), `--producers N` (8),
-//! `--concurrency N` (8), `--seconds N` (10).
+//! `--concurrency N` (8), `--seconds N` (10), `--rotate-ms MS` and
+//! `--rotate-size BYTES` (the ring's turns; the store's defaults).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -57,6 +58,14 @@ struct Options {
     /// How long the producers run.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
+    /// The ring's turn interval (`PgConfig::rotate_interval`), in ms;
+    /// the store's default when absent.
+    #[arg(long)]
+    rotate_ms: Option<u64>,
+    /// The generation size that turns the ring sooner
+    /// (`PgConfig::rotate_size`), in bytes; the store's default when absent.
+    #[arg(long)]
+    rotate_size: Option<u64>,
 }
 
 #[tokio::main]
@@ -64,10 +73,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let o = Options::parse();
     // Dropped, so the store creates it afresh.
     drop_schema(&o.url, &o.schema).await;
-    let config = PgConfig {
+    let mut config = PgConfig {
         schema: o.schema.clone(),
         ..PgConfig::default()
     };
+    if let Some(ms) = o.rotate_ms {
+        config.rotate_interval = Duration::from_millis(ms);
+    }
+    if let Some(bytes) = o.rotate_size {
+        config.rotate_size = bytes;
+    }
     let store = spool::postgres::connect_with(&o.url, config).await?;
     let client = Client::new(store.clone());
     let begun = Instant::now();
