@@ -105,10 +105,7 @@ impl TokenBucket {
     /// Whole tokens `bucket` holds at `now`, leaving it as it is; `None`
     /// is a bucket no claim has used yet, a full one.
     pub fn left(bucket: Option<&TokenBucket>, limit: &RateLimit, now: Timestamp) -> u32 {
-        bucket.map_or(limit.burst, |&b| {
-            let mut b = b;
-            b.available(limit, now)
-        })
+        bucket.map_or(limit.burst, |&(mut b)| b.available(limit, now))
     }
 
     /// Takes `n` tokens, at most what is [`available`](Self::available).

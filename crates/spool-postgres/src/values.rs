@@ -63,6 +63,12 @@ pub(crate) fn duration(ms: i64) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 
+/// A rate limit's whole tokens left, as a statement counts them
+/// (`floor` of the bucket, never negative).
+pub(crate) fn tokens(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+}
+
 /// A task id as a column value. No task has a negative id, so an id beyond
 /// `i64` (which no task can have) becomes one that is simply not found.
 pub(crate) fn id(id: TaskId) -> i64 {

@@ -48,7 +48,7 @@ impl Backend {
                     rate_tokens: row
                         .try_get::<_, Option<i64>>("rate_tokens")
                         .map_err(corrupt)?
-                        .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX)),
+                        .map(crate::values::tokens),
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;

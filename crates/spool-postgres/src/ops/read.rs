@@ -130,7 +130,7 @@ impl Backend {
             let tokens: i64 = row.try_get("tokens").map_err(corrupt)?;
             // A queue created since a cached count is not in it yet.
             if let Some(s) = stats.iter_mut().find(|s| s.name.as_str() == name) {
-                s.rate_tokens = Some(u32::try_from(tokens.max(0)).unwrap_or(u32::MAX));
+                s.rate_tokens = Some(crate::values::tokens(tokens));
             }
         }
         Ok(stats)
