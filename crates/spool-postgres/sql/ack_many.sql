@@ -9,9 +9,15 @@
 --
 -- Each item looks its row up by id alone, so that only the primary key
 -- can serve the lookup (LIMIT 1 keeps it from being flattened into a join
--- the planner could turn around), and the delete reaches the rows by
--- ctid (a TID scan of each partition, keeping the rows of the right one):
--- no plan depends on the table's statistics (README.md). A row
+-- the planner could turn around), and the delete reaches each row by its
+-- partition and ctid, joined one by one with what the lookup found (a
+-- TID scan of the row's own partition, the others pruned as the join
+-- runs): no plan depends on the table's statistics (README.md). Not
+-- `ctid = ANY(array)`: the planner costs a TID scan of an array of
+-- unknown length above a sequential scan of a partition under ~25 pages,
+-- and a partition is that small when a connection plans the statement
+-- after a turn of the ring emptied it; the plan then read the current
+-- generation whole on every ack as it grew. A row
 -- changed by another transaction since the lookup (the holder's own
 -- heartbeat, say) has another ctid and is not deleted: that item answers
 -- 'lease_lost', and the store runs such items again in a statement of
@@ -24,7 +30,7 @@
 -- column of the row the lookup already read.
 WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS a(id, token, ord)
-), held AS (
+), held AS MATERIALIZED (
     SELECT m.gen, m.ctid
     FROM input a
     CROSS JOIN LATERAL (
@@ -35,8 +41,8 @@ WITH input AS (
       AND m.has_dependents IS NULL
 ), gone AS (
     DELETE FROM {schema}.tasks t
-    WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM held))
-      AND (t.gen, t.ctid) = ANY(ARRAY(SELECT (gen, ctid) FROM held))
+    USING held h
+    WHERE t.gen = h.gen AND t.ctid = h.ctid
     RETURNING t.id, t.lease_token, t.queue_id, t.key, t.grp
 ), retired AS (
     UPDATE {schema}.keys k

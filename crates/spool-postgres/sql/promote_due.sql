@@ -9,9 +9,12 @@
 -- claim never takes a grouped task, so without the mark it would wait.
 -- For a queue without groups that is one probe of an empty range of
 -- tasks_ready_grouped, read in its order (not EXISTS, which drops the
--- order and lets statistics pick a scan of a partition). The update finds the locked rows by ctid (a TID scan of
--- each partition, keeping the rows of the right one), with no join for the
--- planner to turn into a scan of the table (claim_steps.sql says why).
+-- order and lets statistics pick a scan of a partition). The update finds
+-- the locked rows by ctid (a TID scan of each partition, keeping the rows
+-- of the right one), with no join for the planner to turn into a scan of
+-- the table (claim_steps.sql says why); the connections' enable_seqscan =
+-- off keeps it from reading a partition whole instead, which its plan did
+-- when it was made just after a turn of the ring (README.md).
 WITH due AS (
     SELECT d.gen, d.ctid
     FROM {schema}.queues q

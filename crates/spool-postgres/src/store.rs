@@ -116,6 +116,15 @@ impl PgStore {
         // Without sorts to choose, the merge is the plan, and every
         // statement that needs a sort still gets one (README.md).
         with_option(&mut pg, "-c enable_sort=off");
+        // A connection keeps each statement's generic plan until something
+        // invalidates it, and a turn of the ring plans them again on the
+        // partition it has just emptied, which the planner takes for ten
+        // pages: reading ten pages looked cheaper than fetching a batch by
+        // ctid, and the promotion then read the current generation whole
+        // on every sweep as it grew (src/plans.rs). Every hot statement is
+        // written for an index, or for the ctids it was handed; a statement
+        // that has no other way still scans (README.md).
+        with_option(&mut pg, "-c enable_seqscan=off");
         let manager = Manager::from_config(
             pg.clone(),
             tls.clone(),
