@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from conftest import Server
@@ -15,6 +17,7 @@ from spool_queue import (
     LeaseHeld,
     LeaseLost,
     NotFound,
+    RateLimit,
     TaskSpec,
 )
 
@@ -216,6 +219,80 @@ def test_group_concurrency_is_set_kept_and_removed(client: Client, queue: str) -
     with pytest.raises(BadRequest):
         client.put_queue(queue, group_concurrency=0)
     assert client.put_queue(queue, group_concurrency=None).group_concurrency is None
+
+
+def test_claim_limits_are_set_read_changed_and_removed(client: Client, queue: str) -> None:
+    set_ = client.put_queue(
+        queue,
+        rate_limit=RateLimit(100, 1, 10),
+        max_leased=5,
+        group_rate_limit=RateLimit(2, timedelta(milliseconds=500), 1),
+    )
+    assert set_.rate_limit == RateLimit(100, timedelta(seconds=1), 10)
+    assert set_.rate_limit is not None and set_.rate_limit.period_ms == 1000
+    assert set_.max_leased == 5
+    assert set_.group_rate_limit == RateLimit(2, 0.5, 1)
+    assert client.settings(queue) == set_
+    # A change that names none of them keeps them all.
+    assert client.put_queue(queue, max_attempts=4) == dataclasses.replace(set_, max_attempts=4)
+
+    changed = client.put_queue(queue, rate_limit=RateLimit(50, timedelta(minutes=1), 5))
+    assert changed.rate_limit == RateLimit(50, 60, 5)
+    assert changed.max_leased == 5 and changed.group_rate_limit == set_.group_rate_limit
+    assert client.put_queue(queue, max_leased=7).max_leased == 7
+    assert client.settings(queue).rate_limit == RateLimit(50, 60, 5)
+
+    assert client.put_queue(queue, rate_limit=None).rate_limit is None
+    kept = client.settings(queue)
+    assert kept.max_leased == 7 and kept.group_rate_limit == set_.group_rate_limit
+    assert client.put_queue(queue, max_leased=None).max_leased is None
+    cleared = client.put_queue(queue, group_rate_limit=None)
+    assert (cleared.rate_limit, cleared.max_leased, cleared.group_rate_limit) == (None, None, None)
+    assert client.settings(queue) == cleared
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"rate_limit": RateLimit(0, 1, 1)},
+        {"rate_limit": RateLimit(1, 0, 1)},
+        {"rate_limit": RateLimit(1, 1, 0)},
+        {"group_rate_limit": RateLimit(0, 1, 1)},
+        {"max_leased": 0},
+    ],
+)
+def test_a_bad_claim_limit_is_refused_and_changes_nothing(
+    client: Client, queue: str, change: dict[str, Any]
+) -> None:
+    before = client.put_queue(queue, rate_limit=RateLimit(3, 1, 3), max_leased=2)
+    with pytest.raises(BadRequest) as refused:
+        client.put_queue(queue, **change)
+    assert refused.value.status == 400 and refused.value.code == "bad_request"
+    assert client.settings(queue) == before
+
+
+def test_a_rate_limit_holds_at_claim(client: Client, queue: str) -> None:
+    client.put_queue(queue, rate_limit=RateLimit(2, timedelta(minutes=1), 2))
+    client.enqueue_many(queue, [TaskSpec({"n": n}) for n in range(5)])
+    assert len(client.claim(queue, "test", max_tasks=5)) == 2
+    [stats] = [s for s in client.stats() if s.name == queue]
+    assert stats.rate_tokens == 0 and stats.counts.ready == 3 and stats.counts.leased == 2
+    # The bucket refills at one token per 30 s: nothing more for now.
+    assert client.claim(queue, "test", max_tasks=5) == []
+    # Removing the limit lets the rest through.
+    assert client.put_queue(queue, rate_limit=None).rate_limit is None
+    assert len(client.claim(queue, "test", max_tasks=5)) == 3
+
+
+def test_the_async_client_sets_and_removes_claim_limits(server: Server, queue: str) -> None:
+    async def go() -> None:
+        async with AsyncClient(server.url) as c:
+            s = await c.put_queue(queue, max_leased=1, group_rate_limit=RateLimit(1, 2, 1))
+            assert s.max_leased == 1 and s.group_rate_limit == RateLimit(1, 2, 1)
+            s = await c.put_queue(queue, max_leased=None, group_rate_limit=None)
+            assert s.max_leased is None and s.group_rate_limit is None
+
+    asyncio.run(go())
 
 
 def test_a_dependent_is_pending_until_its_parent_is_acked(client: Client, queue: str) -> None:

@@ -5,7 +5,7 @@
  * enqueued with that idempotency key. Durations are milliseconds (`...Ms`),
  * times are `Date`s. Every error answer throws the class of its stable code.
  */
-import { type Enqueued, type Json, type ParentFailure, type Payload, type QueueSettings, type QueueStats, type Schedule, type Task, type TaskPage, type TaskState, type Wire } from "./models.js";
+import { type Enqueued, type Json, type ParentFailure, type Payload, type QueueSettings, type QueueStats, type RateLimit, type Schedule, type Task, type TaskPage, type TaskState, type Wire } from "./models.js";
 export declare const DEFAULT_URL = "http://127.0.0.1:7700";
 export interface ClientOptions {
     /** Default `http://127.0.0.1:7700`. */
@@ -68,6 +68,11 @@ export interface AckResult {
     status: number;
     code: string | null;
 }
+/**
+ * A change of a queue's settings: an absent (`undefined`) option keeps its
+ * value; `null` removes a claim limit. The claim limits bind every worker on
+ * the server's store.
+ */
 export interface QueueOptions {
     leaseMs?: number;
     maxAttempts?: number;
@@ -75,8 +80,14 @@ export interface QueueOptions {
     backoffMaxMs?: number;
     dedupWindowMs?: number;
     maxPayload?: number;
+    /** The tasks handed out per period (a token bucket); `null` removes the limit. */
+    rateLimit?: RateLimit | null;
+    /** The queue's tasks leased at once, at least 1; `null` removes the cap. */
+    maxLeased?: number | null;
     /** Tasks of one group leased at once, at least 1; `null` removes the cap. */
     groupConcurrency?: number | null;
+    /** A rate limit for each group, a bucket of its own; `null` removes it. */
+    groupRateLimit?: RateLimit | null;
 }
 export interface ScheduleOptions {
     queue: string;
@@ -159,7 +170,7 @@ export declare class Client {
     pause(queue: string): Promise<void>;
     resume(queue: string): Promise<void>;
     settings(queue: string): Promise<QueueSettings>;
-    /** Create a queue or change its settings; absent ones keep their values. */
+    /** Create a queue or change its settings; absent ones keep their values, `null` removes a limit. */
     putQueue(queue: string, options: QueueOptions): Promise<QueueSettings>;
     /** Create or replace a schedule: one task per tick, `everyMs` or `cron`. */
     putSchedule(name: string, options: ScheduleOptions): Promise<Schedule>;

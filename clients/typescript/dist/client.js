@@ -6,7 +6,7 @@
  * times are `Date`s. Every error answer throws the class of its stable code.
  */
 import { ConnectionFailed, errorFor } from "./errors.js";
-import { formatTime, payloadFields, scheduleOf, settingsOf, statsOf, taskOf, } from "./models.js";
+import { formatTime, payloadFields, rateLimitFields, scheduleOf, settingsOf, statsOf, taskOf, } from "./models.js";
 export const DEFAULT_URL = "http://127.0.0.1:7700";
 function seg(s) {
     return encodeURIComponent(s);
@@ -202,7 +202,7 @@ export class Client {
     async settings(queue) {
         return settingsOf(await this.request("GET", `/v1/queues/${seg(queue)}`));
     }
-    /** Create a queue or change its settings; absent ones keep their values. */
+    /** Create a queue or change its settings; absent ones keep their values, `null` removes a limit. */
     async putQueue(queue, options) {
         const body = compact({
             lease_ms: options.leaseMs,
@@ -211,7 +211,11 @@ export class Client {
             backoff_max_ms: options.backoffMaxMs,
             dedup_window_ms: options.dedupWindowMs,
             max_payload: options.maxPayload,
+            // compact drops what is undefined (kept); null stays, and removes.
+            rate_limit: rateLimitFields(options.rateLimit),
+            max_leased: options.maxLeased,
             group_concurrency: options.groupConcurrency,
+            group_rate_limit: rateLimitFields(options.groupRateLimit),
         });
         return settingsOf(await this.request("PUT", `/v1/queues/${seg(queue)}`, body));
     }

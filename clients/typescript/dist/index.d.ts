@@ -9,6 +9,6 @@
  */
 export * from "./client.js";
 export * from "./errors.js";
-export type { Counts, Dependencies, Enqueued, Json, Lease, ParentFailure, Payload, QueueSettings, QueueStats, Schedule, Task, TaskError, TaskPage, TaskState, } from "./models.js";
+export type { Counts, Dependencies, Enqueued, Json, Lease, ParentFailure, Payload, QueueSettings, QueueStats, RateLimit, Schedule, Task, TaskError, TaskPage, TaskState, } from "./models.js";
 export * from "./outcomes.js";
 export * from "./worker.js";

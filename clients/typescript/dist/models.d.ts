@@ -84,6 +84,17 @@ export interface QueueStats {
     /** Whole tokens left in the rate limit's bucket; null without one. */
     rateTokens: number | null;
 }
+/**
+ * A rate limit, a token bucket: at most `limit` tasks per `periodMs`, at most
+ * `burst` at once after a quiet spell; each at least 1. The bucket refills
+ * continuously: `{ limit: 10, periodMs: 1000, burst: 5 }` hands out a task
+ * every 100 ms.
+ */
+export interface RateLimit {
+    limit: number;
+    periodMs: number;
+    burst: number;
+}
 export interface QueueSettings {
     leaseMs: number;
     maxAttempts: number;
@@ -92,8 +103,14 @@ export interface QueueSettings {
     dedupWindowMs: number;
     maxPayload: number;
     paused: boolean;
+    /** The queue's rate limit at claim; `null`: no limit. */
+    rateLimit: RateLimit | null;
+    /** The queue's tasks leased at once, across every worker; `null`: no cap. */
+    maxLeased: number | null;
     /** Tasks of one group leased at once; `null`: no cap. */
     groupConcurrency: number | null;
+    /** A rate limit for each group, with a bucket of its own; `null`: no limit. */
+    groupRateLimit: RateLimit | null;
 }
 export interface Schedule {
     name: string;
@@ -119,5 +136,11 @@ export declare function payloadFields(payload: Payload | undefined): Record<stri
 export declare function payloadOf(obj: Wire): Payload;
 export declare function taskOf(obj: Wire): Task;
 export declare function statsOf(obj: Wire): QueueStats;
+/** A rate limit for the wire: `undefined` stays absent (keep), `null` removes. */
+export declare function rateLimitFields(limit: RateLimit | null | undefined): {
+    limit: number;
+    period_ms: number;
+    burst: number;
+} | null | undefined;
 export declare function settingsOf(obj: Wire): QueueSettings;
 export declare function scheduleOf(obj: Wire): Schedule;

@@ -86,6 +86,13 @@ export function statsOf(obj) {
         rateTokens: obj.rate_tokens ?? null,
     };
 }
+/** A rate limit for the wire: `undefined` stays absent (keep), `null` removes. */
+export function rateLimitFields(limit) {
+    return limit == null ? limit : { limit: limit.limit, period_ms: limit.periodMs, burst: limit.burst };
+}
+function rateLimitOf(obj) {
+    return obj == null ? null : { limit: obj.limit, periodMs: obj.period_ms, burst: obj.burst };
+}
 export function settingsOf(obj) {
     return {
         leaseMs: obj.lease_ms,
@@ -95,7 +102,10 @@ export function settingsOf(obj) {
         dedupWindowMs: obj.dedup_window_ms,
         maxPayload: obj.max_payload,
         paused: obj.paused,
+        rateLimit: rateLimitOf(obj.rate_limit),
+        maxLeased: obj.max_leased ?? null,
         groupConcurrency: obj.group_concurrency ?? null,
+        groupRateLimit: rateLimitOf(obj.group_rate_limit),
     };
 }
 export function scheduleOf(obj) {

@@ -14,6 +14,7 @@ import {
   type Payload,
   type QueueSettings,
   type QueueStats,
+  type RateLimit,
   type Schedule,
   type Task,
   type TaskPage,
@@ -21,6 +22,7 @@ import {
   type Wire,
   formatTime,
   payloadFields,
+  rateLimitFields,
   scheduleOf,
   settingsOf,
   statsOf,
@@ -93,6 +95,11 @@ export interface AckResult {
   code: string | null;
 }
 
+/**
+ * A change of a queue's settings: an absent (`undefined`) option keeps its
+ * value; `null` removes a claim limit. The claim limits bind every worker on
+ * the server's store.
+ */
 export interface QueueOptions {
   leaseMs?: number;
   maxAttempts?: number;
@@ -100,8 +107,14 @@ export interface QueueOptions {
   backoffMaxMs?: number;
   dedupWindowMs?: number;
   maxPayload?: number;
+  /** The tasks handed out per period (a token bucket); `null` removes the limit. */
+  rateLimit?: RateLimit | null;
+  /** The queue's tasks leased at once, at least 1; `null` removes the cap. */
+  maxLeased?: number | null;
   /** Tasks of one group leased at once, at least 1; `null` removes the cap. */
   groupConcurrency?: number | null;
+  /** A rate limit for each group, a bucket of its own; `null` removes it. */
+  groupRateLimit?: RateLimit | null;
 }
 
 export interface ScheduleOptions {
@@ -368,7 +381,7 @@ export class Client {
     return settingsOf(await this.request("GET", `/v1/queues/${seg(queue)}`));
   }
 
-  /** Create a queue or change its settings; absent ones keep their values. */
+  /** Create a queue or change its settings; absent ones keep their values, `null` removes a limit. */
   async putQueue(queue: string, options: QueueOptions): Promise<QueueSettings> {
     const body = compact({
       lease_ms: options.leaseMs,
@@ -377,7 +390,11 @@ export class Client {
       backoff_max_ms: options.backoffMaxMs,
       dedup_window_ms: options.dedupWindowMs,
       max_payload: options.maxPayload,
+      // compact drops what is undefined (kept); null stays, and removes.
+      rate_limit: rateLimitFields(options.rateLimit),
+      max_leased: options.maxLeased,
       group_concurrency: options.groupConcurrency,
+      group_rate_limit: rateLimitFields(options.groupRateLimit),
     });
     return settingsOf(await this.request("PUT", `/v1/queues/${seg(queue)}`, body));
   }

@@ -20,6 +20,7 @@ export type {
   Payload,
   QueueSettings,
   QueueStats,
+  RateLimit,
   Schedule,
   Task,
   TaskError,

@@ -93,6 +93,18 @@ export interface QueueStats {
   rateTokens: number | null;
 }
 
+/**
+ * A rate limit, a token bucket: at most `limit` tasks per `periodMs`, at most
+ * `burst` at once after a quiet spell; each at least 1. The bucket refills
+ * continuously: `{ limit: 10, periodMs: 1000, burst: 5 }` hands out a task
+ * every 100 ms.
+ */
+export interface RateLimit {
+  limit: number;
+  periodMs: number;
+  burst: number;
+}
+
 export interface QueueSettings {
   leaseMs: number;
   maxAttempts: number;
@@ -101,8 +113,14 @@ export interface QueueSettings {
   dedupWindowMs: number;
   maxPayload: number;
   paused: boolean;
+  /** The queue's rate limit at claim; `null`: no limit. */
+  rateLimit: RateLimit | null;
+  /** The queue's tasks leased at once, across every worker; `null`: no cap. */
+  maxLeased: number | null;
   /** Tasks of one group leased at once; `null`: no cap. */
   groupConcurrency: number | null;
+  /** A rate limit for each group, with a bucket of its own; `null`: no limit. */
+  groupRateLimit: RateLimit | null;
 }
 
 export interface Schedule {
@@ -215,6 +233,17 @@ export function statsOf(obj: Wire): QueueStats {
   };
 }
 
+/** A rate limit for the wire: `undefined` stays absent (keep), `null` removes. */
+export function rateLimitFields(
+  limit: RateLimit | null | undefined,
+): { limit: number; period_ms: number; burst: number } | null | undefined {
+  return limit == null ? limit : { limit: limit.limit, period_ms: limit.periodMs, burst: limit.burst };
+}
+
+function rateLimitOf(obj: Wire): RateLimit | null {
+  return obj == null ? null : { limit: obj.limit, periodMs: obj.period_ms, burst: obj.burst };
+}
+
 export function settingsOf(obj: Wire): QueueSettings {
   return {
     leaseMs: obj.lease_ms,
@@ -224,7 +253,10 @@ export function settingsOf(obj: Wire): QueueSettings {
     dedupWindowMs: obj.dedup_window_ms,
     maxPayload: obj.max_payload,
     paused: obj.paused,
+    rateLimit: rateLimitOf(obj.rate_limit),
+    maxLeased: obj.max_leased ?? null,
     groupConcurrency: obj.group_concurrency ?? null,
+    groupRateLimit: rateLimitOf(obj.group_rate_limit),
   };
 }
 

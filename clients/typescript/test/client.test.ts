@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { BadRequest, LeaseHeld, LeaseLost, NotFound } from "../src/index.js";
+import { BadRequest, LeaseHeld, LeaseLost, NotFound, type QueueOptions } from "../src/index.js";
 import { STORES, freshQueue, useServer, waitFor } from "./server.js";
 
 for (const store of STORES) {
@@ -85,6 +85,74 @@ for (const store of STORES) {
       assert.equal((await env.client.putQueue(q, { maxAttempts: 4 })).groupConcurrency, 3);
       await assert.rejects(env.client.putQueue(q, { groupConcurrency: 0 }), BadRequest);
       assert.equal((await env.client.putQueue(q, { groupConcurrency: null })).groupConcurrency, null);
+    });
+
+    it("sets, reads, changes and removes a queue's claim limits", async () => {
+      const q = freshQueue();
+      const set = await env.client.putQueue(q, {
+        rateLimit: { limit: 100, periodMs: 1000, burst: 10 },
+        maxLeased: 5,
+        groupRateLimit: { limit: 2, periodMs: 500, burst: 1 },
+      });
+      assert.deepEqual(set.rateLimit, { limit: 100, periodMs: 1000, burst: 10 });
+      assert.equal(set.maxLeased, 5);
+      assert.deepEqual(set.groupRateLimit, { limit: 2, periodMs: 500, burst: 1 });
+      assert.deepEqual(await env.client.settings(q), set);
+      // A change that names none of them (or leaves them undefined) keeps them all.
+      const other = await env.client.putQueue(q, { maxAttempts: 4, rateLimit: undefined });
+      assert.deepEqual(other, { ...set, maxAttempts: 4 });
+
+      const changed = await env.client.putQueue(q, { rateLimit: { limit: 50, periodMs: 60_000, burst: 5 } });
+      assert.deepEqual(changed.rateLimit, { limit: 50, periodMs: 60_000, burst: 5 });
+      assert.equal(changed.maxLeased, 5);
+      assert.deepEqual(changed.groupRateLimit, set.groupRateLimit);
+      assert.equal((await env.client.putQueue(q, { maxLeased: 7 })).maxLeased, 7);
+
+      assert.equal((await env.client.putQueue(q, { rateLimit: null })).rateLimit, null);
+      const kept = await env.client.settings(q);
+      assert.equal(kept.maxLeased, 7);
+      assert.deepEqual(kept.groupRateLimit, set.groupRateLimit);
+      assert.equal((await env.client.putQueue(q, { maxLeased: null })).maxLeased, null);
+      const cleared = await env.client.putQueue(q, { groupRateLimit: null });
+      assert.deepEqual([cleared.rateLimit, cleared.maxLeased, cleared.groupRateLimit], [null, null, null]);
+      assert.deepEqual(await env.client.settings(q), cleared);
+    });
+
+    it("refuses a bad claim limit with BadRequest and changes nothing", async () => {
+      const q = freshQueue();
+      const before = await env.client.putQueue(q, { rateLimit: { limit: 3, periodMs: 1000, burst: 3 }, maxLeased: 2 });
+      const bad: QueueOptions[] = [
+        { rateLimit: { limit: 0, periodMs: 1000, burst: 1 } },
+        { rateLimit: { limit: 1, periodMs: 0, burst: 1 } },
+        { rateLimit: { limit: 1, periodMs: 1000, burst: 0 } },
+        { groupRateLimit: { limit: 0, periodMs: 1000, burst: 1 } },
+        { maxLeased: 0 },
+      ];
+      for (const options of bad) {
+        await assert.rejects(env.client.putQueue(q, options), (e: unknown) => {
+          assert.ok(e instanceof BadRequest, String(e));
+          assert.equal(e.status, 400);
+          assert.equal(e.code, "bad_request");
+          return true;
+        });
+      }
+      assert.deepEqual(await env.client.settings(q), before);
+    });
+
+    it("holds claims to a queue's rate limit", async () => {
+      const q = freshQueue();
+      await env.client.putQueue(q, { rateLimit: { limit: 2, periodMs: 60_000, burst: 2 } });
+      await env.client.enqueueMany(q, [0, 1, 2, 3, 4].map((n) => ({ payload: { n } })));
+      assert.equal((await env.client.claim(q, "t", { max: 5 })).length, 2);
+      const stats = (await env.client.stats()).find((s) => s.name === q);
+      assert.equal(stats?.rateTokens, 0);
+      assert.equal(stats?.counts.ready, 3);
+      assert.equal(stats?.counts.leased, 2);
+      // The bucket refills at one token per 30 s: nothing more for now.
+      assert.deepEqual(await env.client.claim(q, "t", { max: 5 }), []);
+      // Removing the limit lets the rest through.
+      assert.equal((await env.client.putQueue(q, { rateLimit: null })).rateLimit, null);
+      assert.equal((await env.client.claim(q, "t", { max: 5 })).length, 3);
     });
 
     it("returns the first task for a repeated idempotency key", async () => {

@@ -24,6 +24,7 @@ from .models import (
     Enqueued,
     QueueSettings,
     QueueStats,
+    RateLimit,
     Schedule,
     Task,
     TaskPage,
@@ -432,6 +433,10 @@ class _Keep(Enum):
     KEEP = "keep"
 
 
+def _limit(value: RateLimit | None) -> dict[str, int] | None:
+    return None if value is None else value.to_json()
+
+
 def put_queue(
     queue: str,
     *,
@@ -441,12 +446,18 @@ def put_queue(
     backoff_max: Duration | None = None,
     dedup_window: Duration | None = None,
     max_payload: int | None = None,
+    rate_limit: RateLimit | _Keep | None = _Keep.KEEP,
+    max_leased: int | _Keep | None = _Keep.KEEP,
     group_concurrency: int | _Keep | None = _Keep.KEEP,
+    group_rate_limit: RateLimit | _Keep | None = _Keep.KEEP,
 ) -> Op[QueueSettings]:
     """Create a queue or change its settings; absent ones keep their values.
 
-    ``group_concurrency`` caps the tasks of any one group leased at once;
-    ``None`` removes the cap.
+    The claim limits bind every worker on the server's store; ``None`` removes
+    one. ``rate_limit`` (a ``RateLimit``) caps the tasks handed out per period;
+    ``max_leased`` the queue's tasks leased at once; ``group_concurrency`` the
+    tasks of any one group leased at once; ``group_rate_limit`` gives each
+    group a rate limit (a bucket) of its own.
     """
     body = _compact(
         {
@@ -458,8 +469,15 @@ def put_queue(
             "max_payload": max_payload,
         }
     )
+    # Absent keeps a limit, None (JSON null) removes it: not _compact's rule.
+    if rate_limit is not _Keep.KEEP:
+        body["rate_limit"] = _limit(rate_limit)
+    if max_leased is not _Keep.KEEP:
+        body["max_leased"] = max_leased
     if group_concurrency is not _Keep.KEEP:
         body["group_concurrency"] = group_concurrency
+    if group_rate_limit is not _Keep.KEEP:
+        body["group_rate_limit"] = _limit(group_rate_limit)
     return Op("PUT", f"/v1/queues/{_seg(queue)}", _settings, body)
 
 

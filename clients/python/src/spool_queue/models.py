@@ -205,6 +205,45 @@ class QueueStats:
 
 
 @dataclass(frozen=True)
+class RateLimit:
+    """A token bucket: at most ``limit`` tasks per ``period``, at most ``burst`` at once.
+
+    Each is at least 1 (the server refuses less with ``BadRequest``). The
+    bucket refills continuously, so ``RateLimit(10, 1, 5)`` hands out a task
+    every 100 ms, and up to 5 at once after a quiet spell.
+
+    ``period`` is a ``timedelta`` or seconds, kept as a ``timedelta`` of whole
+    milliseconds (the server's precision), so that a limit compares equal to the
+    one the server answers however it was given: ``RateLimit(10, 1, 5)`` is
+    ``RateLimit(10, timedelta(seconds=1), 5)``.
+    """
+
+    limit: int
+    period: timedelta | float
+    burst: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "period", timedelta(milliseconds=to_ms(self.period)))
+
+    @property
+    def period_ms(self) -> int:
+        return to_ms(self.period)
+
+    def to_json(self) -> dict[str, int]:
+        return {"limit": self.limit, "period_ms": self.period_ms, "burst": self.burst}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> RateLimit:
+        return cls(
+            int(obj["limit"]), timedelta(milliseconds=int(obj["period_ms"])), int(obj["burst"])
+        )
+
+
+def _opt_rate_limit(value: Any) -> RateLimit | None:
+    return None if value is None else RateLimit.from_json(value)
+
+
+@dataclass(frozen=True)
 class QueueSettings:
     lease_ms: int
     max_attempts: int
@@ -215,6 +254,12 @@ class QueueSettings:
     paused: bool
     group_concurrency: int | None = None
     """Tasks of one group leased at once; ``None``: no cap."""
+    rate_limit: RateLimit | None = None
+    """The queue's rate limit at claim; ``None``: no limit."""
+    max_leased: int | None = None
+    """The queue's tasks leased at once, across every worker; ``None``: no cap."""
+    group_rate_limit: RateLimit | None = None
+    """A rate limit for each group, with a bucket of its own; ``None``: no limit."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> QueueSettings:
@@ -227,6 +272,9 @@ class QueueSettings:
             max_payload=int(obj["max_payload"]),
             paused=bool(obj["paused"]),
             group_concurrency=obj.get("group_concurrency"),
+            rate_limit=_opt_rate_limit(obj.get("rate_limit")),
+            max_leased=obj.get("max_leased"),
+            group_rate_limit=_opt_rate_limit(obj.get("group_rate_limit")),
         )
 
 
