@@ -19,6 +19,7 @@ use crate::error;
 use crate::floor::{Floors, Ready};
 use crate::limited::LimitedQueues;
 use crate::notifier::Notifier;
+use crate::rotate::CurrentGen;
 use crate::sql::Sql;
 use crate::wake::Wakeups;
 
@@ -42,6 +43,8 @@ pub(crate) struct Backend {
     /// Whether claims that take a queue's lock release it before their
     /// commit is flushed ([`crate::early_release`]).
     pub(crate) release_early: bool,
+    /// Where this process's single enqueues go ([`crate::rotate`]).
+    pub(crate) current_gen: CurrentGen,
 }
 
 impl Backend {

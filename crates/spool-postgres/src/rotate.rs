@@ -10,7 +10,9 @@
 //!
 //! So `tasks` is partitioned by `gen` (migration 6): generations 0, 1 and 2
 //! form a ring, 3 holds parked tasks (dead, or scheduled more than a minute
-//! ahead). New tasks go to the current generation. Once the current one
+//! ahead). New tasks go to the current generation (a single task to the
+//! one its process last saw current, [`CurrentGen`]: any generation
+//! keeps a task, by the first invariant below). Once the current one
 //! has been current for `PgConfig::rotate_interval`, or has grown past
 //! `PgConfig::rotate_size` (and been current for [`SOONEST`]), the
 //! generation after it in the ring (the oldest) is emptied and becomes
@@ -61,6 +63,7 @@
 //! looked at, and so how far past `rotate_size` a generation can grow.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -108,6 +111,26 @@ const SOONEST: Duration = Duration::from_millis(500);
 /// How often each process asks whether the ring is due (`rotate_interval`
 /// a quarter at a time, if that is sooner).
 const CHECK: Duration = Duration::from_millis(100);
+
+/// The generation this process last saw current: where its single
+/// enqueues insert (`sql/enqueue_one.sql`), each answer telling it the
+/// current one again. A stale guess costs the task a move at the next turn.
+#[derive(Debug, Default)]
+pub(crate) struct CurrentGen(AtomicUsize);
+
+impl CurrentGen {
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed) % GENERATIONS
+    }
+
+    /// Records what a statement read from the ring; anything but a
+    /// generation of the ring is ignored.
+    pub(crate) fn saw(&self, current: i16) {
+        if let Some(g) = usize::try_from(current).ok().filter(|g| *g < GENERATIONS) {
+            self.0.store(g, Ordering::Relaxed);
+        }
+    }
+}
 
 /// What a try at rotating did.
 #[derive(Debug, PartialEq, Eq)]
@@ -254,6 +277,8 @@ impl Backend {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
+        self.current_gen
+            .saw(i16::try_from(oldest).map_err(corrupt)?);
         Ok(Rotation::Rotated)
     }
 

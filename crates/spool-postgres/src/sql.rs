@@ -138,7 +138,8 @@ pub(crate) struct Sql {
     pub(crate) create_queue: String,
     pub(crate) enqueue_insert: String,
     pub(crate) enqueue_keyless: String,
-    pub(crate) enqueue_one: String,
+    /// The single enqueue into each generation ([`crate::rotate::CurrentGen`]).
+    pub(crate) enqueue_one: [String; GENERATIONS],
     pub(crate) claim: String,
     pub(crate) claim_global: String,
     /// A claim from a queue with limits, under `lock_limited_queue`.
@@ -251,7 +252,7 @@ impl Sql {
                 include_str!("../sql/enqueue_keyless.sql"),
                 "(SELECT id FROM q)",
             )),
-            enqueue_one: r(include_str!("../sql/enqueue_one.sql")),
+            enqueue_one: per_generation(include_str!("../sql/enqueue_one.sql"), schema),
             claim: r(&with_claim_steps(
                 include_str!("../sql/claim.sql"),
                 Steps::InOrder,

@@ -35,6 +35,7 @@ use crate::notifier::{self, Notifier};
 use crate::ops::enqueue::enqueue_on;
 use crate::ops::enqueue::general::NotifyIn;
 use crate::rotate;
+use crate::rotate::CurrentGen;
 use crate::sql::Sql;
 use crate::sweep;
 use crate::tls;
@@ -158,6 +159,7 @@ impl PgStore {
             claimed_since_vacuum: AtomicU64::new(0),
             limited: LimitedQueues::default(),
             release_early,
+            current_gen: CurrentGen::default(),
         });
         let listener = tokio::spawn(wake::listen(
             pg,
@@ -202,6 +204,7 @@ impl PgStore {
         enqueue_on(
             tx,
             &s.sql,
+            &s.current_gen,
             s.config.strict_queues,
             queue,
             tasks,

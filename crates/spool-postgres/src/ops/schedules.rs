@@ -206,6 +206,7 @@ impl Backend {
         let out = enqueue_on(
             &tx,
             &self.sql,
+            &self.current_gen,
             self.config.strict_queues,
             &spec.queue,
             vec![task],

@@ -146,3 +146,126 @@ async fn every_task_is_acked_once_while_the_ring_rotates() {
         .get(0);
     assert_eq!(left, 0, "tasks left behind");
 }
+
+/// The generation the ring shows now, read on `admin`.
+async fn current(admin: &tokio_postgres::Client, schema: &str) -> i16 {
+    admin
+        .query_one(&format!("SELECT current FROM \"{schema}\".ring"), &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// The generation task `id` is stored in.
+async fn generation_of(admin: &tokio_postgres::Client, schema: &str, id: i64) -> i16 {
+    admin
+        .query_one(
+            &format!("SELECT gen FROM \"{schema}\".tasks WHERE id = $1"),
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Waits until the ring shows a generation other than `from`.
+async fn turned_from(admin: &tokio_postgres::Client, schema: &str, from: i16) -> i16 {
+    for _ in 0..500 {
+        let now = current(admin, schema).await;
+        if now != from {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the ring did not turn from generation {from} in 5 s");
+}
+
+/// A single enqueue goes into the generation its process last saw current
+/// (src/rotate.rs, `CurrentGen`). Here another process turns the ring
+/// while this one enqueues nothing: its next task goes into the
+/// generation it remembers, which later turns empty; the task is moved,
+/// not lost, and is claimed. Each answer tells the process the current
+/// generation, so the task after the next one goes there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_task_enqueued_into_a_generation_no_longer_current_is_kept() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    // A store that never turns the ring itself, and one that turns it
+    // every 50 ms for as long as it is connected.
+    let store = connect(PgConfig {
+        rotate_interval: Duration::from_secs(3600),
+        rotate_size: u64::MAX,
+        ..test_config(&schema)
+    })
+    .await;
+    let turner = || {
+        connect(PgConfig {
+            rotate_interval: Duration::from_millis(50),
+            ..test_config(&schema)
+        })
+    };
+    let admin = crate::common::admin().await;
+    let q = QueueName::new("stale").unwrap();
+    let mut enqueued = Vec::new();
+    let mut enqueue = async || {
+        let id = store
+            .enqueue(&q, vec![NewTask::new(Payload::binary(vec![1; 10]))])
+            .await
+            .unwrap()[0]
+            .id;
+        enqueued.push(id);
+        i64::try_from(id.0).unwrap()
+    };
+
+    let first = enqueue().await;
+    let seen = current(&admin, &schema).await;
+    assert_eq!(generation_of(&admin, &schema, first).await, seen);
+    let turning = turner().await;
+    turned_from(&admin, &schema, seen).await;
+    drop(turning);
+    let stale = enqueue().await;
+    let now = current(&admin, &schema).await;
+    assert_ne!(now, seen);
+    assert_eq!(
+        generation_of(&admin, &schema, stale).await,
+        seen,
+        "the task went into the generation last seen"
+    );
+    // Three turns empty every generation, the one it went into among them.
+    let turning = turner().await;
+    let mut at = now;
+    for _ in 0..3 {
+        at = turned_from(&admin, &schema, at).await;
+    }
+    drop(turning);
+    // The ring stays now: the first enqueue learns where it is, the second
+    // goes there.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    enqueue().await;
+    let fresh = enqueue().await;
+    assert_eq!(
+        generation_of(&admin, &schema, fresh).await,
+        current(&admin, &schema).await,
+        "the answer told the store the current generation"
+    );
+
+    let mut claimed = Vec::new();
+    while claimed.len() < enqueued.len() {
+        let tasks = store
+            .claim(
+                ClaimRequest::new(q.clone(), "w")
+                    .max(10)
+                    .wait(Duration::from_secs(2)),
+            )
+            .await
+            .unwrap();
+        assert!(
+            !tasks.is_empty(),
+            "tasks lost: claimed only {claimed:?} of {enqueued:?}"
+        );
+        claimed.extend(tasks.into_iter().map(|t| t.id));
+    }
+    claimed.sort();
+    enqueued.sort();
+    assert_eq!(claimed, enqueued, "every task claimed once");
+}

@@ -13,14 +13,17 @@ use super::rows::{Limits, Rows};
 use super::slots::Slot;
 use crate::db::Db;
 use crate::error::{corrupt, db};
+use crate::rotate::CurrentGen;
 use crate::sql::Sql;
 
-/// One task without a key, as a plain INSERT; `None` (and nothing written)
-/// if the queue does not exist or refuses the payload: the batch statement
-/// then tells which.
+/// One task without a key, as a plain INSERT into the generation `current`
+/// names (which the answer brings up to date); `None` (and nothing
+/// written) if the queue does not exist or refuses the payload: the batch
+/// statement then tells which.
 pub(super) async fn enqueue_one(
     db_: &(impl Db + ?Sized),
     sql: &Sql,
+    current: &CurrentGen,
     queue: &QueueName,
     task: &NewTask,
     slots: &[Slot<'_>],
@@ -33,7 +36,7 @@ pub(super) async fn enqueue_one(
     )?;
     let answer = db_
         .query(
-            &sql.enqueue_one,
+            &sql.enqueue_one[current.get()],
             &[
                 &queue.as_str(),
                 &rows.kind[0],
@@ -52,6 +55,7 @@ pub(super) async fn enqueue_one(
     answer
         .first()
         .map(|row| {
+            current.saw(row.try_get("current").map_err(corrupt)?);
             Ok(Enqueued {
                 outcomes: vec![created(row.try_get("id").map_err(corrupt)?)?],
                 at: row.try_get("db_now").map_err(corrupt)?,

@@ -38,6 +38,7 @@ use crate::backend::Backend;
 use crate::db::Db;
 use crate::deps::tx::{pg, retried, Failure};
 use crate::floor::Ready;
+use crate::rotate::CurrentGen;
 use crate::sql::Sql;
 use general::{enqueue_general, Enqueued, NotifyIn};
 use keyless::{enqueue_keyless, enqueue_one};
@@ -58,6 +59,7 @@ impl Backend {
             enqueue_on(
                 &client,
                 &self.sql,
+                &self.current_gen,
                 self.config.strict_queues,
                 queue,
                 tasks,
@@ -119,6 +121,7 @@ pub(crate) fn names_parents(tasks: &[NewTask]) -> bool {
 pub(crate) async fn enqueue_on(
     db_: &(impl Db + ?Sized),
     sql: &Sql,
+    current: &CurrentGen,
     strict: bool,
     queue: &QueueName,
     tasks: Vec<NewTask>,
@@ -133,7 +136,7 @@ pub(crate) async fn enqueue_on(
     let (slots, keyed) = slots(&tasks);
     if !keyed && notify == NotifyIn::Later {
         if let [task @ NewTask { group: None, .. }] = tasks.as_slice() {
-            if let Some(done) = enqueue_one(db_, sql, queue, task, &slots).await? {
+            if let Some(done) = enqueue_one(db_, sql, current, queue, task, &slots).await? {
                 return Ok(done);
             }
         }
