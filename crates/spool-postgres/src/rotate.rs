@@ -120,7 +120,7 @@ pub(crate) struct CurrentGen(AtomicUsize);
 
 impl CurrentGen {
     pub(crate) fn get(&self) -> usize {
-        self.0.load(Ordering::Relaxed) % GENERATIONS
+        self.0.load(Ordering::Relaxed)
     }
 
     /// Records what a statement read from the ring; anything but a
@@ -277,8 +277,6 @@ impl Backend {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
-        self.current_gen
-            .saw(i16::try_from(oldest).map_err(corrupt)?);
         Ok(Rotation::Rotated)
     }
 
