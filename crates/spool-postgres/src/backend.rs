@@ -17,6 +17,7 @@ use spool_core::StoreError;
 use crate::config::PgConfig;
 use crate::error;
 use crate::floor::{Floors, Ready};
+use crate::horizon::XidMarks;
 use crate::limited::LimitedQueues;
 use crate::notifier::Notifier;
 use crate::rotate::CurrentGen;
@@ -45,6 +46,9 @@ pub(crate) struct Backend {
     pub(crate) release_early: bool,
     /// Where this process's single enqueues go ([`crate::rotate`]).
     pub(crate) current_gen: CurrentGen,
+    /// The next XIDs this process's checks of the ring read: how it tells
+    /// a held horizon ([`crate::horizon`]).
+    pub(crate) xid_marks: XidMarks,
 }
 
 impl Backend {

@@ -41,13 +41,16 @@ pub struct PgConfig {
     /// rotation makes every connection plan its statements again.
     pub rotate_interval: Duration,
     /// How large (bytes, with its indexes) the current generation may grow
-    /// before the ring turns without waiting for `rotate_interval`, though
+    /// before the ring turns without waiting for `rotate_interval`, while
+    /// something has held the xmin horizon for half a second or more, and
     /// never sooner than half a second after the last turn. While VACUUM
-    /// can do its work, page pruning keeps a generation small and time
-    /// turns the ring; while a transaction holds the xmin horizon nothing
-    /// written can be freed, and this bounds the table at about three times
-    /// it (plus tasks still queued and parked ones). `u64::MAX` turns by
-    /// time alone.
+    /// can do its work, time turns the ring; while a transaction or a
+    /// snapshot holds the horizon nothing written can be freed, and this
+    /// bounds the table at about three times it (plus tasks still queued
+    /// and parked ones). A snapshot held by another role's session is seen
+    /// only if the store's role may read all statistics
+    /// (`pg_read_all_stats`); writing transactions and replication slots
+    /// are seen always (`crate::horizon`). `u64::MAX` turns by time alone.
     pub rotate_size: u64,
     /// How old a count of tasks `stats` may answer with. Every node keeps
     /// its count in the database, and any node asking within this time

@@ -41,6 +41,7 @@ mod error;
 #[cfg(test)]
 mod expire_race;
 mod floor;
+mod horizon;
 mod limited;
 mod migrate;
 mod notifier;

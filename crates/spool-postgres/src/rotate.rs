@@ -14,7 +14,8 @@
 //! one its process last saw current, [`CurrentGen`]: any generation
 //! keeps a task, by the first invariant below). Once the current one
 //! has been current for `PgConfig::rotate_interval`, or has grown past
-//! `PgConfig::rotate_size` (and been current for [`SOONEST`]), the
+//! `PgConfig::rotate_size` (and been current for [`SOONEST`]) while
+//! something holds the xmin horizon ([`crate::horizon`]), the
 //! generation after it in the ring (the oldest) is emptied and becomes
 //! current:
 //! 1. its tasks are moved to the current generation (or parked) in batches
@@ -53,14 +54,17 @@
 //!
 //! What bounds the table, then: at most three generations of rows, each
 //! written during one interval (with every dead version in it) and none
-//! much larger than `rotate_size`, plus a backlog older than that while it
-//! drains, plus parked tasks. Why a size as well as an interval: with the
-//! horizon free, page pruning reuses the space of dead versions and a
-//! generation stays small for the whole interval; with it held, nothing
-//! is reused and a generation grows by every byte written (about 650 B
-//! per task with a 100-byte payload), so by time alone the table would
-//! hold three intervals of every write. [`CHECK`] is how often the size is
-//! looked at, and so how far past `rotate_size` a generation can grow.
+//! much larger than `rotate_size` while the horizon is held, plus a
+//! backlog older than that while it drains, plus parked tasks. Why a
+//! size as well as an interval: with the horizon held, nothing is freed
+//! and a generation grows by every byte written (about 650 B per task
+//! with a 100-byte payload), so by time alone the table would hold three
+//! intervals of every write. Why only then: with it free, VACUUM and page
+//! pruning keep a generation's heap to what is live plus one vacuum's
+//! worth, but its indexes grow past any small size within a second or
+//! two whatever happens, and each turn costs a new plan on every
+//! connection. [`CHECK`] is how often the size is looked at, and so how
+//! far past `rotate_size` a generation can grow.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -217,15 +221,23 @@ impl Backend {
         let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         let interval = self.config.rotate_interval;
         let size = i64::try_from(self.config.rotate_size).unwrap_or(i64::MAX);
+        let now = Instant::now();
         let row = client
             .query_one(
                 &self.sql.rotate_due,
-                &[&ms(interval), &size, &ms(SOONEST.min(interval))],
+                &[
+                    &ms(interval),
+                    &size,
+                    &ms(SOONEST.min(interval)),
+                    &self.xid_marks.mark(now),
+                ],
             )
             .await
             .map_err(db)?;
         let current: i16 = row.try_get("current").map_err(corrupt)?;
         let due: bool = row.try_get("due").map_err(corrupt)?;
+        self.xid_marks
+            .record(now, row.try_get("next_xid").map_err(corrupt)?);
         if !due {
             return Ok(Rotation::NotDue);
         }

@@ -29,6 +29,7 @@ use crate::config::PgConfig;
 use crate::early_release;
 use crate::error::PgError;
 use crate::floor::Floors;
+use crate::horizon::XidMarks;
 use crate::limited::LimitedQueues;
 use crate::migrate;
 use crate::notifier::{self, Notifier};
@@ -160,6 +161,7 @@ impl PgStore {
             limited: LimitedQueues::default(),
             release_early,
             current_gen: CurrentGen::default(),
+            xid_marks: XidMarks::default(),
         });
         let listener = tokio::spawn(wake::listen(
             pg,

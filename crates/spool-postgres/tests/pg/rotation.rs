@@ -269,3 +269,63 @@ async fn a_single_task_enqueued_into_a_generation_no_longer_current_is_kept() {
     enqueued.sort();
     assert_eq!(claimed, enqueued, "every task claimed once");
 }
+
+/// What holds the xmin horizon in [`turns_by_size_while`].
+#[derive(Clone, Copy, Debug)]
+enum Holder {
+    /// A transaction that took an XID and stays open.
+    WritingTransaction,
+    /// A REPEATABLE READ transaction whose snapshot is taken, which read
+    /// no table of the store (one that did would keep the ring from
+    /// turning at all: its locks).
+    Reader,
+}
+
+/// While something holds the horizon, a generation grown past
+/// `rotate_size` turns the ring though `rotate_interval` is far off
+/// (src/horizon.rs tells a held horizon). That the ring does not turn by
+/// size while the horizon is free is not asserted here: the horizon is
+/// the whole server's, and the tests beside this one hold it.
+async fn turns_by_size_while(holder: Holder) {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let store = connect(PgConfig {
+        rotate_interval: Duration::from_secs(3600),
+        rotate_size: 1,
+        ..test_config(&schema)
+    })
+    .await;
+    let admin = crate::common::admin().await;
+    let from = current(&admin, &schema).await;
+    let held = crate::common::admin().await;
+    held.batch_execute(match holder {
+        Holder::WritingTransaction => "BEGIN; SELECT pg_current_xact_id();",
+        Holder::Reader => "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1;",
+    })
+    .await
+    .unwrap();
+    let q = QueueName::new("held").unwrap();
+    // Writes, so that XIDs are assigned after the holder's snapshot.
+    let writing = tokio::spawn(async move {
+        loop {
+            store
+                .enqueue(&q, vec![NewTask::new(Payload::binary(vec![1; 10]))])
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    turned_from(&admin, &schema, from).await;
+    writing.abort();
+    held.batch_execute("ROLLBACK").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ring_turns_by_size_while_a_writing_transaction_holds_the_horizon() {
+    turns_by_size_while(Holder::WritingTransaction).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ring_turns_by_size_while_a_reader_holds_the_horizon() {
+    turns_by_size_while(Holder::Reader).await;
+}
