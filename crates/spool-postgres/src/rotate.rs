@@ -236,8 +236,10 @@ impl Backend {
             .map_err(db)?;
         let current: i16 = row.try_get("current").map_err(corrupt)?;
         let due: bool = row.try_get("due").map_err(corrupt)?;
+        // Read after the answer, so that a mark is never taken for older
+        // than it is.
         self.xid_marks
-            .record(now, row.try_get("next_xid").map_err(corrupt)?);
+            .record(Instant::now(), row.try_get("next_xid").map_err(corrupt)?);
         if !due {
             return Ok(Rotation::NotDue);
         }
