@@ -8,8 +8,9 @@
 -- slot's xmin is (ages in XIDs against the XIDs assigned since $4).
 -- Also answers next_xid, the next XID to be assigned, for later calls.
 WITH s AS (
-    SELECT pg_snapshot_xmin(pg_current_snapshot()) AS oldest_running,
-           pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid
+    SELECT pg_snapshot_xmin(snap) AS oldest_running,
+           pg_snapshot_xmax(snap)::text::bigint AS next_xid
+    FROM pg_current_snapshot() AS snap
 )
 SELECT r.current, s.next_xid,
        r.rotated_at <= now() - $1::bigint * interval '1 millisecond'

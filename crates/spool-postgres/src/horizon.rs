@@ -37,7 +37,7 @@ use tokio::time::Instant;
 /// size: what holds it for less (a claim, a report of a moment) frees
 /// what it kept soon after, and a turn for it would cost every connection
 /// a new plan for little.
-pub(crate) const HELD_FOR: Duration = Duration::from_millis(500);
+const HELD_FOR: Duration = Duration::from_millis(500);
 
 /// The next XIDs this process's checks of the ring read, oldest first.
 #[derive(Debug, Default)]
