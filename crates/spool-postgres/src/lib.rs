@@ -24,7 +24,8 @@
 //! coalesced NOTIFY side; `floor` where in claim order a claim starts (so
 //! a held xmin horizon does not make claims walk what was claimed since);
 //! `sweep` the upkeep; `rotate` empties the oldest partition of the task
-//! table's ring (its size does not depend on VACUUM); `vacuum` keeps the
+//! table's ring (its size does not depend on VACUUM), and by size only
+//! while `horizon` sees the xmin horizon held; `vacuum` keeps the
 //! claim index's front clear; `tls`
 //! encrypts connections when `sslmode=require`; `migrate`
 //! the versioned schema in `migrations/`. README.md explains the schema and
