@@ -28,6 +28,16 @@
 -- same transaction, which the store does in one of its own
 -- (src/deps/endings.rs). For every other task that costs a test of a
 -- column of the row the lookup already read.
+--
+-- Rendered twice over (src/sql.rs): `{tasks}` is the task table
+-- (`ack_many`) or one of its partitions (`ack_in`). Every plan node that
+-- reads the table is one per partition, and setting them up is most of
+-- what an ack costs: a batch whose lease tokens all name one partition
+-- (sql/claim_update.sql) is acked in that partition alone, for up to an
+-- eighth less CPU (docs/BENCHMARKS.md). Read so, an item answers 'done' or
+-- what the partition holds of it; the store asks the whole table about
+-- every item not done (src/ops/lease.rs): a turn of the ring may have
+-- moved its task to another partition.
 WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS a(id, token, ord)
 ), held AS MATERIALIZED (
@@ -35,12 +45,12 @@ WITH input AS (
     FROM input a
     CROSS JOIN LATERAL (
         SELECT t.gen, t.ctid, t.state, t.lease_token, t.lease_expires_at, t.has_dependents
-        FROM {schema}.tasks t WHERE t.id = a.id LIMIT 1
+        FROM {tasks} t WHERE t.id = a.id LIMIT 1
     ) m
     WHERE m.lease_token = a.token AND m.state = 'leased' AND m.lease_expires_at > now()
       AND m.has_dependents IS NULL
 ), gone AS (
-    DELETE FROM {schema}.tasks t
+    DELETE FROM {tasks} t
     USING held h
     WHERE t.gen = h.gen AND t.ctid = h.ctid
     RETURNING t.id, t.lease_token, t.queue_id, t.key, t.grp
@@ -54,9 +64,9 @@ WITH input AS (
 )
 SELECT CASE
            WHEN g.id IS NOT NULL THEN 'done'
-           WHEN EXISTS (SELECT 1 FROM {schema}.tasks t WHERE t.id = a.id AND t.has_dependents)
+           WHEN EXISTS (SELECT 1 FROM {tasks} t WHERE t.id = a.id AND t.has_dependents)
                THEN 'dependents'
-           WHEN EXISTS (SELECT 1 FROM {schema}.tasks t WHERE t.id = a.id) THEN 'lease_lost'
+           WHEN EXISTS (SELECT 1 FROM {tasks} t WHERE t.id = a.id) THEN 'lease_lost'
            ELSE 'not_found'
        END AS outcome,
        fq.name AS freed

@@ -12,13 +12,18 @@
 -- grouped steps cannot lock (a recursive query); they run under the queue
 -- row's lock, which every claim of grouped tasks takes, and a row another
 -- writer changed meanwhile has another ctid, so the update passes over it.
+--
+-- A lease token's two low bits name the partition the task was leased in
+-- (its gen, the index of src/sql.rs's PARTITIONS): the rest is the random
+-- token's, 62 bits of it. An ack of a batch whose tokens all name one
+-- partition reads that partition alone (sql/ack_many.sql).
 -- Defines `claimed`: the claimed tasks with n, their place in claim order.
 claimed AS (
     UPDATE {schema}.tasks t SET
         state = 'leased',
         attempt = t.attempt + 1,
         lease_owner = $2,
-        lease_token = ($5::bigint[])[p.n],
+        lease_token = (($5::bigint[])[p.n] & -4) | p.gen,
         lease_expires_at = {schema}.now_ms()
             + COALESCE(t.lease_ms, $4, (SELECT lease_ms FROM q)) * interval '1 millisecond',
         updated_at = {schema}.now_ms()

@@ -94,6 +94,8 @@ async fn measure(
 struct Hot {
     claim: Statement,
     ack_many: Statement,
+    /// The ack reading the current generation alone (`Sql::ack_in`).
+    ack_in_g0: Statement,
     expire: Statement,
     promote_due: Statement,
     list_by_attempts: Statement,
@@ -108,6 +110,7 @@ impl Hot {
         Hot {
             claim: prepare(&sql.claim).await,
             ack_many: prepare(&sql.ack_many).await,
+            ack_in_g0: prepare(&sql.ack_in[0]).await,
             expire: prepare(&sql.expire).await,
             promote_due: prepare(&sql.promote_due).await,
             list_by_attempts: prepare(sql.list_by_attempts(None)).await,
@@ -220,16 +223,18 @@ async fn read_batches(client: &mut Client, name: &str, hot: &Hot, first: i64) {
     // Leased tasks numbered 1 mod 10, their tokens equal to their ids.
     let leased: Vec<i64> = (0..BATCH).map(|i| first + 10 * i).collect();
     let ack = measure(client, name, &hot.ack_many, &[&leased, &leased]).await;
-    let acked = {
+    let ack_in = measure(client, name, &hot.ack_in_g0, &[&leased, &leased]).await;
+    for statement in [&hot.ack_many, &hot.ack_in_g0] {
         let tx = client.transaction().await.unwrap();
-        let rows = tx.query(&hot.ack_many, &[&leased, &leased]).await.unwrap();
+        let rows = tx.query(statement, &[&leased, &leased]).await.unwrap();
         tx.rollback().await.unwrap();
-        rows.iter()
+        let acked = rows
+            .iter()
             .filter(|r| r.get::<_, &str>(0) == "done")
-            .count()
-    };
-    if filled {
-        assert_eq!(acked, leased.len(), "every ack found its task");
+            .count();
+        if filled {
+            assert_eq!(acked, leased.len(), "every ack found its task");
+        }
     }
     // Expired leases numbered 4 mod 10, their tokens equal to their ids.
     let expired: Vec<i64> = (0..BATCH).map(|i| first + 3 + 10 * i).collect();
@@ -258,6 +263,7 @@ async fn read_batches(client: &mut Client, name: &str, hot: &Hot, first: i64) {
     for (what, (read, answered)) in [
         ("claim", claim),
         ("ack_many", ack),
+        ("ack_in", ack_in),
         ("expire", expire),
         ("promote_due", promote),
         ("list_by_attempts", list),

@@ -155,7 +155,12 @@ pub(crate) struct Sql {
     /// A queue's rate-limit bucket, read without its lock.
     pub(crate) peek_bucket: String,
     pub(crate) next_due: String,
+    /// `sql/ack_many.sql` reading the whole task table.
     pub(crate) ack_many: String,
+    /// `sql/ack_many.sql` reading one partition, indexed as
+    /// [`PARTITIONS`]: for a batch whose tokens all name it
+    /// ([`crate::values::leased_in`]).
+    pub(crate) ack_in: [String; PARTITIONS.len()],
     pub(crate) give_back: String,
     pub(crate) extend: String,
     pub(crate) fail: String,
@@ -217,6 +222,9 @@ pub(crate) const PARTITIONS: [&str; 4] = ["tasks_g0", "tasks_g1", "tasks_g2", "t
 
 /// How many generations the ring of task partitions has (migration 6).
 pub(crate) const GENERATIONS: usize = 3;
+
+/// The ack (`sql/ack_many.sql`), whose `{tasks}` is the table it reads.
+const ACK: &str = include_str!("../sql/ack_many.sql");
 
 /// A template rendered once per generation, `{gen}` filled in.
 fn per_generation(template: &str, schema: &Schema) -> [String; GENERATIONS] {
@@ -284,7 +292,9 @@ impl Sql {
                 "b.id",
             )),
             next_due: r(include_str!("../sql/next_due.sql")),
-            ack_many: r(include_str!("../sql/ack_many.sql")),
+            ack_many: r(&ACK.replace("{tasks}", "{schema}.tasks")),
+            ack_in: PARTITIONS
+                .map(|partition| r(&ACK.replace("{tasks}", &format!("{{schema}}.{partition}")))),
             give_back: r(include_str!("../sql/give_back.sql")),
             extend: r(include_str!("../sql/extend.sql")),
             fail: r(include_str!("../sql/fail.sql")),

@@ -88,6 +88,16 @@ pub(crate) fn token(t: LeaseToken) -> i64 {
     i64::from_ne_bytes(t.0.to_ne_bytes())
 }
 
+/// The partition (the index of [`crate::sql::PARTITIONS`], its `gen`) a
+/// token's task was leased in: a claim writes it into the token's two low
+/// bits (`sql/claim_update.sql`). A turn of the ring may have moved the
+/// task on since, and a token from before tokens named partitions names
+/// one at random: a hint, which a statement reading that partition alone
+/// confirms or not.
+pub(crate) fn leased_in(t: LeaseToken) -> usize {
+    (t.0 & 3) as usize
+}
+
 /// Leases as the two array parameters a statement unnests: ids, tokens.
 pub(crate) fn leases(leases: &[(TaskId, LeaseToken)]) -> (Vec<i64>, Vec<i64>) {
     leases.iter().map(|&(i, t)| (id(i), token(t))).unzip()

@@ -190,27 +190,71 @@ impl Backend {
         acks: &[(TaskId, LeaseToken)],
     ) -> Result<Vec<Acked>, StoreError> {
         let mut results = self.ack_statement(acks).await?;
-        let refused: Vec<usize> = (0..results.len())
-            .filter(|&i| results[i] == Acked::Refused(StoreError::LeaseLost))
-            .collect();
-        if !refused.is_empty() {
-            let again: Vec<(TaskId, LeaseToken)> = refused.iter().map(|&i| acks[i]).collect();
-            for (i, result) in refused.into_iter().zip(self.ack_statement(&again).await?) {
-                results[i] = result;
-            }
-        }
+        self.ack_again(acks, &mut results, &self.sql.ack_many, |r| {
+            *r == Acked::Refused(StoreError::LeaseLost)
+        })
+        .await?;
         Ok(results)
     }
 
-    /// One statement that acks every item of `acks`.
+    /// One statement that acks every item of `acks`: the one reading the
+    /// partition every token names, when they name one
+    /// ([`values::leased_in`]), then the whole table's for the items it
+    /// did not ack; else the whole table's.
     async fn ack_statement(&self, acks: &[(TaskId, LeaseToken)]) -> Result<Vec<Acked>, StoreError> {
+        let partition = acks.first().map(|&(_, token)| values::leased_in(token));
+        let one_partition = acks
+            .iter()
+            .all(|&(_, token)| Some(values::leased_in(token)) == partition);
+        match partition {
+            Some(partition) if one_partition => {
+                let mut results = self.ack_with(&self.sql.ack_in[partition], acks).await?;
+                self.ack_again(acks, &mut results, &self.sql.ack_many, |r| {
+                    *r != Acked::Done
+                })
+                .await?;
+                Ok(results)
+            }
+            _ => self.ack_with(&self.sql.ack_many, acks).await,
+        }
+    }
+
+    /// Acks again, with `statement`, the items whose result `again` picks,
+    /// and writes down their new results.
+    async fn ack_again(
+        &self,
+        acks: &[(TaskId, LeaseToken)],
+        results: &mut [Acked],
+        statement: &str,
+        again: impl Fn(&Acked) -> bool,
+    ) -> Result<(), StoreError> {
+        let picked: Vec<usize> = (0..results.len()).filter(|&i| again(&results[i])).collect();
+        if picked.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<(TaskId, LeaseToken)> = picked.iter().map(|&i| acks[i]).collect();
+        for (i, result) in picked
+            .into_iter()
+            .zip(self.ack_with(statement, &items).await?)
+        {
+            results[i] = result;
+        }
+        Ok(())
+    }
+
+    /// Runs `statement` (`sql/ack_many.sql` as rendered) on `acks`.
+    async fn ack_with(
+        &self,
+        statement: &str,
+        acks: &[(TaskId, LeaseToken)],
+    ) -> Result<Vec<Acked>, StoreError> {
         if acks.is_empty() {
             return Ok(Vec::new());
         }
         let (ids, tokens) = values::leases(acks);
         let client = self.client().await?;
         let rows = client
-            .query(&self.sql.ack_many, &[&ids, &tokens])
+            .query(statement, &[&ids, &tokens])
             .await
             .map_err(db)?;
         if rows.len() != acks.len() {

@@ -14,8 +14,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{connect, database_url, fresh_schema, test_config, DropSchema};
-use spool_core::{ClaimRequest, NewTask, Payload, QueueName, Store};
-use spool_postgres::PgConfig;
+use spool_core::{
+    ClaimRequest, LeaseToken, NewTask, Payload, QueueName, Store, StoreError, TaskId,
+};
+use spool_postgres::{PgConfig, PgStore};
 use tokio_postgres::NoTls;
 
 const PRODUCERS: usize = 2;
@@ -180,6 +182,25 @@ async fn turned_from(admin: &tokio_postgres::Client, schema: &str, from: i16) ->
     panic!("the ring did not turn from generation {from} in 5 s");
 }
 
+/// A store that never turns the ring itself.
+async fn still_store(schema: &str) -> PgStore {
+    connect(PgConfig {
+        rotate_interval: Duration::from_secs(3600),
+        rotate_size: u64::MAX,
+        ..test_config(schema)
+    })
+    .await
+}
+
+/// A store that turns the ring every 50 ms for as long as it is connected.
+async fn turner(schema: &str) -> PgStore {
+    connect(PgConfig {
+        rotate_interval: Duration::from_millis(50),
+        ..test_config(schema)
+    })
+    .await
+}
+
 /// A single enqueue goes into the generation its process last saw current
 /// (src/rotate.rs, `CurrentGen`). Here another process turns the ring
 /// while this one enqueues nothing: its next task goes into the
@@ -190,20 +211,7 @@ async fn turned_from(admin: &tokio_postgres::Client, schema: &str, from: i16) ->
 async fn a_single_task_enqueued_into_a_generation_no_longer_current_is_kept() {
     let schema = fresh_schema();
     let _drop = DropSchema(schema.clone());
-    // A store that never turns the ring itself, and one that turns it
-    // every 50 ms for as long as it is connected.
-    let store = connect(PgConfig {
-        rotate_interval: Duration::from_secs(3600),
-        rotate_size: u64::MAX,
-        ..test_config(&schema)
-    })
-    .await;
-    let turner = || {
-        connect(PgConfig {
-            rotate_interval: Duration::from_millis(50),
-            ..test_config(&schema)
-        })
-    };
+    let store = still_store(&schema).await;
     let admin = crate::common::admin().await;
     let q = QueueName::new("stale").unwrap();
     let mut enqueued = Vec::new();
@@ -220,7 +228,7 @@ async fn a_single_task_enqueued_into_a_generation_no_longer_current_is_kept() {
     let first = enqueue().await;
     let seen = current(&admin, &schema).await;
     assert_eq!(generation_of(&admin, &schema, first).await, seen);
-    let turning = turner().await;
+    let turning = turner(&schema).await;
     turned_from(&admin, &schema, seen).await;
     drop(turning);
     let stale = enqueue().await;
@@ -232,7 +240,7 @@ async fn a_single_task_enqueued_into_a_generation_no_longer_current_is_kept() {
         "the task went into the generation last seen"
     );
     // Three turns empty every generation, the one it went into among them.
-    let turning = turner().await;
+    let turning = turner(&schema).await;
     let mut at = now;
     for _ in 0..3 {
         at = turned_from(&admin, &schema, at).await;
@@ -268,6 +276,77 @@ async fn a_single_task_enqueued_into_a_generation_no_longer_current_is_kept() {
     claimed.sort();
     enqueued.sort();
     assert_eq!(claimed, enqueued, "every task claimed once");
+}
+
+/// A claim writes the partition it leased a task in into the two low
+/// bits of the lease token, and an ack of tokens that all name one
+/// partition reads that partition alone (sql/ack_many.sql). A task the
+/// ring moved on after its claim is still acked, once: the whole table is
+/// asked about whatever the partition did not hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_reads_the_partition_its_token_names_and_finds_a_task_moved_since() {
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let store = still_store(&schema).await;
+    let admin = crate::common::admin().await;
+    let q = QueueName::new("named").unwrap();
+    let tasks = (0..2)
+        .map(|_| NewTask::new(Payload::binary(vec![1; 10])))
+        .collect();
+    store.enqueue(&q, tasks).await.unwrap();
+    let claimed = store
+        .claim(
+            ClaimRequest::new(q.clone(), "w")
+                .max(2)
+                .lease(Duration::from_secs(600)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 2);
+    let leases: Vec<(TaskId, LeaseToken)> = claimed
+        .iter()
+        .map(|t| (t.id, t.lease.as_ref().unwrap().token))
+        .collect();
+    for &(id, token) in &leases {
+        let stored = generation_of(&admin, &schema, i64::try_from(id.0).unwrap()).await;
+        assert_eq!(
+            token.0 & 3,
+            u64::try_from(stored).unwrap(),
+            "the token names the task's partition"
+        );
+    }
+
+    let (first, moved) = (leases[0], leases[1]);
+    assert_eq!(store.ack_many(vec![first]).await.unwrap(), vec![Ok(())]);
+    // Turned until the other task lives in a partition its token does not name.
+    let turning = turner(&schema).await;
+    let moved_id = i64::try_from(moved.0 .0).unwrap();
+    let mut at = current(&admin, &schema).await;
+    for _ in 0..6 {
+        if u64::try_from(generation_of(&admin, &schema, moved_id).await).unwrap() != moved.1 .0 & 3
+        {
+            break;
+        }
+        at = turned_from(&admin, &schema, at).await;
+    }
+    drop(turning);
+    assert_ne!(
+        u64::try_from(generation_of(&admin, &schema, moved_id).await).unwrap(),
+        moved.1 .0 & 3,
+        "the ring moved the task"
+    );
+    // With the first again, gone since; an id given twice in a batch
+    // succeeds for each copy (sql/ack_many.sql).
+    assert_eq!(
+        store.ack_many(vec![moved, moved, first]).await.unwrap(),
+        vec![Ok(()), Ok(()), Err(StoreError::NotFound)]
+    );
+    let left: i64 = admin
+        .query_one(&format!("SELECT count(*) FROM \"{schema}\".tasks"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "both tasks acked");
 }
 
 /// What holds the xmin horizon in [`turns_by_size_while`].
