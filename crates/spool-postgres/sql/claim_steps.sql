@@ -15,12 +15,10 @@
 -- Candidates come from index range scans, each stopping after {limit} rows:
 -- ready rows in claim order (tasks_ready), and scheduled rows whose run_at
 -- has passed but which the sweeper has not promoted yet (tasks_scheduled),
--- in each partition of the task table (src/sql.rs puts in one scan per
--- partition, sql/claim_ready_scan.sql and sql/claim_due_scan.sql, joined
--- by UNION ALL). Scanning the partitions
--- one by one, each in its index's order, leaves the planner no plan that
--- reads a partition's every ready row and sorts them, which it chose
--- through the parent whenever statistics said a partition was empty.
+-- each merging the partitions' indexes in their order. The store's
+-- sessions run with enable_sort off (src/store.rs), which leaves the
+-- planner no plan that reads a partition's every ready row and sorts
+-- them, as it chose whenever statistics said a partition was empty.
 -- SKIP LOCKED makes concurrent claimers pass over each other's rows instead
 -- of waiting.
 --
