@@ -59,12 +59,7 @@ WITH RECURSIVE b AS (
          LATERAL (SELECT date_trunc('milliseconds', statement_timestamp()) AS at) t
     WHERE name = $1 AND NOT paused AND {grouped_guard}
 ), live AS (
-    SELECT count(*) AS n FROM (
-        SELECT 1 FROM {schema}.tasks
-        WHERE queue_id = (SELECT id FROM b) AND state = 'leased'
-          AND lease_expires_at > (SELECT at FROM b)
-        LIMIT COALESCE((SELECT max_leased FROM b), 0)
-    ) l
+    {live_leases}
 ), q AS (
     SELECT id, lease_ms, limited, allowance, allowance > 0 AS may_claim FROM (
         SELECT id, lease_ms,

@@ -118,6 +118,12 @@ fn with_ready_waits(template: &str, queue_id: &str) -> String {
 /// How `sql/claim_limited.sql` names its queue's id.
 const LIMITED_QUEUE_ID: &str = "(SELECT id FROM b)";
 
+/// How many claims of its size the limits must leave room for, as a claim
+/// ahead of the lock counts them, for it to claim ahead: near a limit,
+/// claims ahead on several connections would each lease what only one of
+/// them may keep, and give the rest back.
+const AHEAD: &str = "4";
+
 /// What a limited claim may take: the allowance its queue's limits leave.
 const ALLOWANCE: &str = "(SELECT allowance FROM q)";
 
@@ -144,6 +150,11 @@ pub(crate) struct Sql {
     pub(crate) claim_global: String,
     /// A claim from a queue with limits, under `lock_limited_queue`.
     pub(crate) claim_limited: String,
+    /// A claim from a queue with limits, before `lock_limited_queue`
+    /// ([`crate::ops::claim_ahead`]).
+    pub(crate) claim_ahead: String,
+    /// What settles a claim ahead, under `lock_limited_queue`.
+    pub(crate) settle_limited: String,
     /// A claim from a queue with groups, under `lock_limited_queue`.
     pub(crate) claim_grouped: String,
     /// A queue's groups with tasks waiting or leased (`Store::groups`).
@@ -231,10 +242,20 @@ fn per_generation(template: &str, schema: &Schema) -> [String; GENERATIONS] {
     std::array::from_fn(|g| render(&template.replace("{gen}", &g.to_string()), schema))
 }
 
+/// The count of a limited queue's live leases (`sql/live_leases.sql`).
+const LIVE_LEASES: &str = include_str!("../sql/live_leases.sql");
+
+/// What makes `LIVE_LEASES` count only the leases of other transactions
+/// (`sql/settle_limited.sql`): a row's xmin names the transaction that
+/// wrote its version.
+const OTHERS: &str = " AND xmin <> pg_current_xact_id()::xid";
+
 /// Fills in a template's placeholders.
 fn render(template: &str, schema: &Schema) -> String {
     template
         .replace("{bucket_tokens}", include_str!("../sql/bucket_tokens.sql"))
+        .replace("{live_leases}", &LIVE_LEASES.replace("{also}", ""))
+        .replace("{others_leases}", &LIVE_LEASES.replace("{also}", OTHERS))
         .replace("{task}", TASK_COLUMNS)
         .replace("{schema}", &schema.ident())
         .replace("{channel}", &format!("'{}'", schema.channel()))
@@ -276,6 +297,12 @@ impl Sql {
                 Steps::InOrder,
                 ALLOWANCE,
             )),
+            claim_ahead: r(&with_claim_steps(
+                &include_str!("../sql/claim_ahead.sql").replace("{ahead}", AHEAD),
+                Steps::InOrder,
+                "$3",
+            )),
+            settle_limited: r(include_str!("../sql/settle_limited.sql")),
             claim_grouped: r(&with_claim_steps(
                 &with_ready_waits(include_str!("../sql/claim_limited.sql"), LIMITED_QUEUE_ID),
                 Steps::InTurn,

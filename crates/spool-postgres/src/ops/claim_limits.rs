@@ -13,6 +13,11 @@
 //! ([`LimitedQueues`](crate::limited::LimitedQueues)) so its next claims
 //! there come straight here.
 //!
+//! Claims ahead of the lock: a queue without groups whose limits leave
+//! room is claimed from before the lock, and the claim only settles under
+//! it ([`crate::ops::claim_ahead`]); near a limit, and on queues with
+//! groups, the claim takes the lock first, as below.
+//!
 //! Queues with groups (that hold grouped tasks, or bound each
 //! group's leases) come here too, limits or not: the lock statement says
 //! so, and the claim then takes the groups in turn
@@ -118,7 +123,7 @@ pub(crate) fn says_limited(rows: &[Row]) -> Result<bool, StoreError> {
 
 /// Whether a limited claim's rows say the queue has a rate limit: its
 /// `refill_ms` is NULL without one.
-fn says_rated(rows: &[Row]) -> Result<bool, StoreError> {
+pub(crate) fn says_rated(rows: &[Row]) -> Result<bool, StoreError> {
     match rows.first() {
         Some(row) => row
             .try_get::<_, Option<i64>>("refill_ms")
@@ -143,7 +148,7 @@ fn says_throttled(rows: &[Row]) -> Result<bool, StoreError> {
 /// How long a waiting claim may sleep before the limits could let it take
 /// something: until the bucket holds a token again, or the first live
 /// lease runs out. `None`: the limits do not hold it back.
-fn recheck_in(rows: &[Row]) -> Result<Option<Duration>, StoreError> {
+pub(crate) fn recheck_in(rows: &[Row]) -> Result<Option<Duration>, StoreError> {
     let Some(row) = rows.first() else {
         return Ok(None);
     };
@@ -167,6 +172,11 @@ impl Backend {
         queue: &str,
         params: &Params<'_>,
     ) -> Result<Limited, StoreError> {
+        if !self.limited.grouped(queue) {
+            if let Some(taken) = self.claim_ahead(queue, params).await? {
+                return Ok(taken);
+            }
+        }
         // Held until the transaction has committed ("One at the row"); a
         // queue not yet seen limited has no gate, and its first claim goes
         // alone.

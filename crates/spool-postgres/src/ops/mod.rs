@@ -2,6 +2,7 @@
 //! methods to [`crate::backend::Backend`].
 
 pub(crate) mod claim;
+pub(crate) mod claim_ahead;
 pub(crate) mod claim_limits;
 pub(crate) mod claim_lock;
 pub(crate) mod claim_pace;

@@ -170,6 +170,128 @@ async fn a_process_sends_one_claim_of_a_queue_at_a_time_to_its_row() {
     assert_eq!(took, CLAIMS, "every claim answered once the row was free");
 }
 
+/// Claims ahead of the lock (README.md, "Claims ahead of the lock"): five
+/// nodes each claim 2 of a queue with max_leased 8 while another
+/// transaction holds its row, so each counts room for four claims of its
+/// size and leases its tasks before the lock. Settled in turn once the
+/// row is free, four keep theirs and the fifth gives its tasks back: 8
+/// leased, never more, and the other 12 ready as they were, none of them
+/// charged an attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_ahead_of_the_lock_keep_to_the_limit_and_give_back_the_rest() {
+    const NODES_AHEAD: usize = 5;
+    const MAX: u32 = 8;
+    const TASKS: usize = 20;
+    let schema = fresh_schema();
+    let _drop = DropSchema(schema.clone());
+    let settings = QueueSettings {
+        max_leased: Some(MAX),
+        ..QueueSettings::default()
+    };
+    let stores = stores_on(&schema, NODES_AHEAD).await;
+    let q = QueueName::new("limited").unwrap();
+    stores[0].put_queue(&q, settings.into()).await.unwrap();
+    let batch = (0..TASKS)
+        .map(|i| NewTask::new(Payload::binary(i.to_le_bytes().to_vec())))
+        .collect();
+    stores[0].enqueue(&q, batch).await.unwrap();
+
+    let mut holder = admin().await;
+    let tx = holder.transaction().await.unwrap();
+    let locked = format!("SELECT 1 FROM \"{schema}\".queues WHERE name = 'limited' FOR UPDATE");
+    tx.batch_execute(&locked).await.unwrap();
+    let claims: Vec<_> = stores
+        .iter()
+        .enumerate()
+        .map(|(i, store)| {
+            let (store, q) = (store.clone(), q.clone());
+            tokio::spawn(async move {
+                let req = ClaimRequest::new(q, format!("w{i}")).max(2);
+                store.claim(req).await.unwrap()
+            })
+        })
+        .collect();
+    let watcher = admin().await;
+    let count = |sql: String| {
+        let watcher = &watcher;
+        async move { watcher.query_one(&sql, &[]).await.unwrap().get::<_, i64>(0) }
+    };
+    let holder_pid: i32 = tx
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    // Every claim leased its tasks ahead of the lock and waits at the row,
+    // behind the holder or behind another waiter.
+    let waiting_at_the_row = format!(
+        "WITH RECURSIVE behind(pid) AS ( \
+             SELECT pid FROM pg_stat_activity WHERE {holder_pid} = ANY(pg_blocking_pids(pid)) \
+             UNION \
+             SELECT a.pid FROM pg_stat_activity a, behind b \
+             WHERE b.pid = ANY(pg_blocking_pids(a.pid))) \
+         SELECT count(*) FROM behind"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count(waiting_at_the_row.clone()).await < NODES_AHEAD as i64 {
+        assert!(
+            Instant::now() < deadline,
+            "every claim should reach the row"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM \"{schema}\".tasks WHERE state = 'leased'"
+        ))
+        .await,
+        0,
+        "nothing claimed ahead is seen before it is settled"
+    );
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM (SELECT 1 FROM \"{schema}\".tasks \
+             WHERE state = 'ready' FOR UPDATE SKIP LOCKED) free"
+        ))
+        .await,
+        (TASKS - 2 * NODES_AHEAD) as i64,
+        "each claim holds the two tasks it leased ahead of the lock"
+    );
+    tx.commit().await.unwrap();
+
+    let mut took = Vec::new();
+    for claim in claims {
+        took.push(claim.await.unwrap());
+    }
+    let kept: usize = took.iter().map(Vec::len).sum();
+    assert_eq!(
+        kept, MAX as usize,
+        "the claims keep max_leased between them"
+    );
+    assert_eq!(
+        took.iter().filter(|t| t.is_empty()).count(),
+        1,
+        "the last to settle gives its tasks back: {took:?}"
+    );
+    assert!(took.iter().flatten().all(|t| t.attempt == 1));
+    let tasks = format!("\"{schema}\".tasks");
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM {tasks} WHERE state = 'leased'"
+        ))
+        .await,
+        i64::from(MAX)
+    );
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM {tasks} WHERE state = 'ready' AND attempt = 0 \
+             AND lease_token IS NULL AND lease_owner IS NULL"
+        ))
+        .await,
+        (TASKS - MAX as usize) as i64,
+        "the tasks given back are ready as they were"
+    );
+}
+
 /// A rate limit of 50 a second (burst 10) holds for twelve claimers on
 /// three nodes together: what they took in a run is at most the burst and
 /// the rate over its length, and close to it.
