@@ -18,8 +18,9 @@
 //!   the last B task was.
 //! - `cost`: the same drain of `--tasks` tasks three times, each run on a
 //!   queue of its own: a plain queue of ungrouped tasks, then one with a
-//!   rate limit, `max_leased` and `group_concurrency` set (none of them
-//!   binding) whose tasks spread over `--groups` groups (0: none), then
+//!   rate limit, `max_leased` and `group_concurrency` (`--group-concurrency`,
+//!   100; 0: none) set (none of them binding) whose tasks spread over
+//!   `--groups` groups (0: none), then
 //!   the same with a `group_rate_limit` too (not binding either: what a
 //!   bucket per group costs). Reports the throughputs and their ratios to
 //!   the plain drain, the best of `--rounds` (3) drains each.
@@ -88,6 +89,11 @@ enum What {
         /// Drains of each queue, alternating; the best of each counts.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// The limited queues' `group_concurrency`; 0 for none, which
+        /// leaves a queue without grouped tasks claimed as one without
+        /// groups.
+        #[arg(long, default_value_t = 100)]
+        group_concurrency: u32,
     },
 }
 
@@ -227,7 +233,16 @@ async fn main() {
             groups,
             claimers,
             rounds,
-        } => cost(o.store, o.nodes, tasks, groups, claimers, rounds).await,
+            group_concurrency,
+        } => {
+            let shape = Shape {
+                tasks,
+                groups,
+                claimers,
+                group_concurrency: (group_concurrency > 0).then_some(group_concurrency),
+            };
+            cost(o.store, o.nodes, shape, rounds).await
+        }
     }
 }
 
@@ -356,14 +371,22 @@ async fn fairness(kind: StoreKind, nodes: usize, big: usize, small: usize, claim
     stores.close().await;
 }
 
-async fn cost(
-    kind: StoreKind,
-    nodes: usize,
+/// What `cost` drains: how many tasks in how many groups, by how many
+/// claimers, under which `group_concurrency`.
+struct Shape {
     tasks: usize,
     groups: usize,
     claimers: usize,
-    rounds: usize,
-) {
+    group_concurrency: Option<u32>,
+}
+
+async fn cost(kind: StoreKind, nodes: usize, shape: Shape, rounds: usize) {
+    let Shape {
+        tasks,
+        groups,
+        claimers,
+        group_concurrency,
+    } = shape;
     let stores = Stores::open(kind, nodes, claimers + 4).await;
     let first = stores.node(0);
     let plain = QueueName::new("plain").unwrap();
@@ -376,7 +399,7 @@ async fn cost(
             burst: 10_000_000,
         }),
         max_leased: Some(1_000_000),
-        group_concurrency: Some(100),
+        group_concurrency,
         ..QueueSettings::default()
     };
     put(&*first, &limited, settings.clone()).await;
