@@ -91,14 +91,13 @@ impl Backend {
                 };
             }
         };
-        let may = match claimed.first() {
-            Some(row) => row
-                .try_get::<_, Option<bool>>("ahead")
-                .map_err(corrupt)?
-                .unwrap_or(false),
-            None => false,
+        let (may, ids) = match may_and_ids(&claimed) {
+            Ok(read) => read,
+            Err(e) => {
+                rollback(&client).await;
+                return Err(e);
+            }
         };
-        let ids = ids_in_order(&claimed)?;
         if !may || ids.is_empty() {
             // Nothing was written: the transaction has nothing to keep.
             rollback(&client).await;
@@ -184,8 +183,16 @@ impl Backend {
     }
 }
 
-/// The ids of a claim statement's tasks, in claim order.
-fn ids_in_order(rows: &[Row]) -> Result<Vec<i64>, StoreError> {
+/// Whether a claim ahead could claim ahead, and the ids of what it
+/// claimed, in claim order.
+fn may_and_ids(rows: &[Row]) -> Result<(bool, Vec<i64>), StoreError> {
+    let may = match rows.first() {
+        Some(row) => row
+            .try_get::<_, Option<bool>>("ahead")
+            .map_err(corrupt)?
+            .unwrap_or(false),
+        None => false,
+    };
     let mut claimed = Vec::with_capacity(rows.len());
     for row in rows {
         if let Some(n) = row.try_get::<_, Option<i64>>("n").map_err(corrupt)? {
@@ -193,7 +200,7 @@ fn ids_in_order(rows: &[Row]) -> Result<Vec<i64>, StoreError> {
         }
     }
     claimed.sort_unstable_by_key(|(n, _)| *n);
-    Ok(claimed.into_iter().map(|(_, id)| id).collect())
+    Ok((may, claimed.into_iter().map(|(_, id)| id).collect()))
 }
 
 /// Ends the transaction a claim ahead began, which wrote nothing or failed.
