@@ -31,6 +31,8 @@
 //!   claims passed over them and may have raised their floors past them:
 //!   the claim announces them as ready anywhere once committed.
 
+use std::collections::HashSet;
+
 use spool_core::StoreError;
 use tokio_postgres::Row;
 
@@ -118,11 +120,15 @@ impl Backend {
         }
         self.limited
             .set(queue, true, says_rated(&settled.row)?, false);
-        let kept = settled.kept;
-        let mut rows = Vec::with_capacity(claimed.len());
+        // The first `kept` of `ids`, as the settling statement kept them:
+        // the claim's places in claim order may have gaps (a picked row
+        // the update did not find), so a place is not a count.
+        let kept = usize::try_from(settled.kept).map_or(0, |k| k.min(ids.len()));
+        let kept_ids: HashSet<i64> = ids[..kept].iter().copied().collect();
+        let mut rows = Vec::with_capacity(kept);
         for row in claimed {
-            let n: Option<i64> = row.try_get("n").map_err(corrupt)?;
-            if n.is_some_and(|n| n <= kept) {
+            let id: Option<i64> = row.try_get("id").map_err(corrupt)?;
+            if id.is_some_and(|id| kept_ids.contains(&id)) {
                 rows.push(row);
             }
         }
