@@ -8,9 +8,10 @@
 -- the lock was granted, sees the leases and the tokens of every claim
 -- settled before it. The leases it counts as others' are the live ones
 -- this transaction did not write (a row's xmin is the transaction that
--- wrote its version: cheaper per row than a look in $2); claims ahead that are not settled yet are not counted, and
--- are held to the limits when their own turn comes. So at most what the
--- limits allow is ever kept, whatever the claims ahead took.
+-- wrote its version: cheaper per row than a look in $2). Claims ahead
+-- that are not settled yet are not counted, and are held to the limits
+-- when their own turn comes. So at most what the limits allow is ever
+-- kept, whatever the claims ahead took.
 --
 -- A task given back is as it was before the claim: ready in its place in
 -- claim order (run_at kept; a due scheduled task the claim took is ready
@@ -19,9 +20,9 @@
 -- A queue that gained groups since the claim (a group_concurrency set, a
 -- grouped task enqueued) keeps none: its claims take the groups in turn.
 --
--- Answers `kept` (how many of $2 stay claimed), `given_back`, `grouped`, and, as
--- claim_limited.sql does, `refill_ms` (NULL without a rate limit) and
--- `expiry_ms` (with max_leased reached).
+-- Answers `kept` (how many of $2 stay claimed), `given_back`, `grouped`,
+-- and, as claim_limited.sql does, `refill_ms` (NULL without a rate limit)
+-- and `expiry_ms` (with max_leased reached).
 WITH b AS (
     SELECT id, rate_limit, rate_period_ms, max_leased, at, {bucket_tokens} AS tokens,
            (group_concurrency IS NOT NULL OR has_groups) AS grouped
