@@ -15,7 +15,8 @@
 --
 -- A task given back is as it was before the claim: ready in its place in
 -- claim order (run_at kept; a due scheduled task the claim took is ready
--- now), its attempt given back, no lease.
+-- now), its attempt given back, no lease; only updated_at keeps the
+-- claim's time.
 --
 -- A queue that gained groups since the claim (a group_concurrency set, a
 -- grouped task enqueued) keeps none: its claims take the groups in turn.

@@ -235,13 +235,17 @@ async fn main() {
             rounds,
             group_concurrency,
         } => {
-            let shape = Shape {
+            let group_concurrency = (group_concurrency > 0).then_some(group_concurrency);
+            cost(
+                o.store,
+                o.nodes,
                 tasks,
                 groups,
                 claimers,
-                group_concurrency: (group_concurrency > 0).then_some(group_concurrency),
-            };
-            cost(o.store, o.nodes, shape, rounds).await
+                rounds,
+                group_concurrency,
+            )
+            .await
         }
     }
 }
@@ -371,22 +375,15 @@ async fn fairness(kind: StoreKind, nodes: usize, big: usize, small: usize, claim
     stores.close().await;
 }
 
-/// What `cost` drains: how many tasks in how many groups, by how many
-/// claimers, under which `group_concurrency`.
-struct Shape {
+async fn cost(
+    kind: StoreKind,
+    nodes: usize,
     tasks: usize,
     groups: usize,
     claimers: usize,
+    rounds: usize,
     group_concurrency: Option<u32>,
-}
-
-async fn cost(kind: StoreKind, nodes: usize, shape: Shape, rounds: usize) {
-    let Shape {
-        tasks,
-        groups,
-        claimers,
-        group_concurrency,
-    } = shape;
+) {
     let stores = Stores::open(kind, nodes, claimers + 4).await;
     let first = stores.node(0);
     let plain = QueueName::new("plain").unwrap();

@@ -46,14 +46,14 @@ use crate::ops::claim_limits::{recheck_in, says_rated, Limited};
 /// What a settling statement answered of a claim ahead.
 struct Settled {
     /// How many of the claimed tasks, first in claim order, stay claimed.
-    kept: i64,
+    kept: usize,
     /// How many it gave back.
     given_back: i64,
     /// Whether the queue has groups now: then it kept none.
     grouped: bool,
-    /// The statement's row, which says when a waiting claim should look
-    /// again.
-    row: Vec<Row>,
+    /// The statement's answer, which says when a waiting claim should
+    /// look again.
+    answer: Vec<Row>,
 }
 
 impl Backend {
@@ -119,11 +119,11 @@ impl Backend {
             return Ok(None);
         }
         self.limited
-            .set(queue, true, says_rated(&settled.row)?, false);
+            .set(queue, true, says_rated(&settled.answer)?, false);
         // The first `kept` of `ids`, as the settling statement kept them:
         // the claim's places in claim order may have gaps (a picked row
         // the update did not find), so a place is not a count.
-        let kept = usize::try_from(settled.kept).map_or(0, |k| k.min(ids.len()));
+        let kept = settled.kept.min(ids.len());
         let kept_ids: HashSet<i64> = ids[..kept].iter().copied().collect();
         let mut rows = Vec::with_capacity(kept);
         for row in claimed {
@@ -134,7 +134,7 @@ impl Backend {
         }
         Ok(Some(Limited {
             rows,
-            recheck: recheck_in(&settled.row)?,
+            recheck: recheck_in(&settled.answer)?,
             grouped: false,
             throttled: kept == 0,
         }))
@@ -166,25 +166,25 @@ impl Backend {
         )
         .await;
         locked?;
-        let row = settled?;
+        let answer = settled?;
         committed?;
         if self.release_early {
             client.batch_execute(FLUSH).await?;
         }
-        let (kept, given_back, grouped) = match row.first() {
+        let (kept, given_back, grouped) = match answer.first() {
             Some(r) => (
-                r.try_get("kept")?,
+                usize::try_from(r.try_get::<_, i64>("kept")?).unwrap_or(0),
                 r.try_get("given_back")?,
                 r.try_get("grouped")?,
             ),
             // The queue is gone: what was claimed stays as it was leased.
-            None => (i64::MAX, 0, false),
+            None => (usize::MAX, 0, false),
         };
         Ok(Settled {
             kept,
             given_back,
             grouped,
-            row,
+            answer,
         })
     }
 }

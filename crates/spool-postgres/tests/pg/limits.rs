@@ -27,7 +27,18 @@ async fn nodes(
     settings: QueueSettings,
     tasks: usize,
 ) -> (Vec<Arc<PgStore>>, QueueName) {
-    let stores = stores_on(schema, NODES).await;
+    n_nodes(schema, NODES, settings, tasks).await
+}
+
+/// `n` stores on one fresh schema, and a queue of `tasks` tasks with
+/// `settings`.
+async fn n_nodes(
+    schema: &str,
+    n: usize,
+    settings: QueueSettings,
+    tasks: usize,
+) -> (Vec<Arc<PgStore>>, QueueName) {
+    let stores = stores_on(schema, n).await;
     let q = QueueName::new("limited").unwrap();
     stores[0].put_queue(&q, settings.into()).await.unwrap();
     let batch = (0..tasks)
@@ -163,23 +174,7 @@ async fn a_process_sends_one_claim_of_a_queue_at_a_time_to_its_row() {
         })
         .collect();
     let watcher = admin().await;
-    // The sessions waiting behind the holder, directly or behind another
-    // waiter (the row's later waiters queue on its first one).
-    let waiting_at_the_row = || async {
-        let row = watcher
-            .query_one(
-                "WITH RECURSIVE behind(pid) AS ( \
-                     SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) \
-                     UNION \
-                     SELECT a.pid FROM pg_stat_activity a, behind b \
-                     WHERE b.pid = ANY(pg_blocking_pids(a.pid))) \
-                 SELECT count(*) FROM behind",
-                &[&holder_pid],
-            )
-            .await
-            .unwrap();
-        row.get::<_, i64>(0)
-    };
+    let waiting_at_the_row = || waiting_behind(&watcher, holder_pid);
     let deadline = Instant::now() + Duration::from_secs(10);
     while waiting_at_the_row().await < 1 {
         assert!(Instant::now() < deadline, "a claim should reach the row");
@@ -219,13 +214,7 @@ async fn claims_ahead_of_the_lock_keep_to_the_limit_and_give_back_the_rest() {
         max_leased: Some(MAX),
         ..QueueSettings::default()
     };
-    let stores = stores_on(&schema, NODES_AHEAD).await;
-    let q = QueueName::new("limited").unwrap();
-    stores[0].put_queue(&q, settings.into()).await.unwrap();
-    let batch = (0..TASKS)
-        .map(|i| NewTask::new(Payload::binary(i.to_le_bytes().to_vec())))
-        .collect();
-    stores[0].enqueue(&q, batch).await.unwrap();
+    let (stores, q) = n_nodes(&schema, NODES_AHEAD, settings, TASKS).await;
 
     let mut holder = admin().await;
     let tx = holder.transaction().await.unwrap();
@@ -252,18 +241,9 @@ async fn claims_ahead_of_the_lock_keep_to_the_limit_and_give_back_the_rest() {
         .await
         .unwrap()
         .get(0);
-    // Every claim leased its tasks ahead of the lock and waits at the row,
-    // behind the holder or behind another waiter.
-    let waiting_at_the_row = format!(
-        "WITH RECURSIVE behind(pid) AS ( \
-             SELECT pid FROM pg_stat_activity WHERE {holder_pid} = ANY(pg_blocking_pids(pid)) \
-             UNION \
-             SELECT a.pid FROM pg_stat_activity a, behind b \
-             WHERE b.pid = ANY(pg_blocking_pids(a.pid))) \
-         SELECT count(*) FROM behind"
-    );
+    // Every claim leased its tasks ahead of the lock and waits at the row.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while count(waiting_at_the_row.clone()).await < NODES_AHEAD as i64 {
+    while waiting_behind(&watcher, holder_pid).await < NODES_AHEAD as i64 {
         assert!(
             Instant::now() < deadline,
             "every claim should reach the row"
@@ -321,6 +301,24 @@ async fn claims_ahead_of_the_lock_keep_to_the_limit_and_give_back_the_rest() {
         (TASKS - MAX as usize) as i64,
         "the tasks given back are ready as they were"
     );
+}
+
+/// How many sessions wait behind `holder`, directly or behind another
+/// waiter (a row's later waiters queue on its first one).
+async fn waiting_behind(watcher: &tokio_postgres::Client, holder: i32) -> i64 {
+    watcher
+        .query_one(
+            "WITH RECURSIVE behind(pid) AS ( \
+                 SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) \
+                 UNION \
+                 SELECT a.pid FROM pg_stat_activity a, behind b \
+                 WHERE b.pid = ANY(pg_blocking_pids(a.pid))) \
+             SELECT count(*) FROM behind",
+            &[&holder],
+        )
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
 }
 
 /// A rate limit of 50 a second (burst 10) holds for twelve claimers on
