@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The PostgreSQL store through `spool serve --postgres`, over HTTP, with and
+# without a transaction holding the xmin horizon: the issue's third
+# measurement (8 producers of one task per call + 8 consumers, 40 s), run
+# as a user would run it. Three phases against one server and one schema:
+#
+#   free     no other transaction;
+#   held     a session holds BEGIN; SELECT txid_current(); for the whole
+#            phase (started 5 s before it, ended after it);
+#   after    the same load again, 10 s after the holder ended.
+#
+# Each phase prints `spool bench`'s cycle line (tasks/s, pickup p50/p99) and
+# then the task tables' size (heap + indexes, every partition) and their
+# dead tuples. Needs a release build (`cargo build --release -p spool-cli`)
+# and PostgreSQL at DATABASE_URL. Usage: bash bench/http_horizon.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECONDS_EACH=${1:-40}
+URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
+SCHEMA=spool_http_horizon
+PORT=${PORT:-7811}
+SPOOL=target/release/spool
+[ -x "$SPOOL" ] || { echo "build first: cargo build --release -p spool-cli" >&2; exit 1; }
+psql -qXAt "$URL" -c "SELECT 1" >/dev/null || { echo "PostgreSQL unreachable at $URL" >&2; exit 1; }
+
+psql -qX "$URL" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $SCHEMA CASCADE"
+"$SPOOL" serve --postgres "$URL" --pg-schema "$SCHEMA" --listen "127.0.0.1:$PORT" --resp off \
+    >/tmp/spool-http-horizon.log 2>&1 &
+SERVER=$!
+HOLDER=
+cleanup() {
+    [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null || true
+    kill "$SERVER" 2>/dev/null || true
+    wait 2>/dev/null || true
+    psql -qX "$URL" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null
+}
+trap cleanup EXIT
+for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
+    sleep 0.1
+done
+
+tables() {
+    psql -qXAt "$URL" -F ' ' -c "
+        SELECT round(sum(pg_total_relation_size(c.oid)) / 1048576.0, 2) || ' MB, ' ||
+               sum(s.n_dead_tup) || ' dead tuples, ' || sum(s.n_live_tup) || ' live'
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        JOIN pg_stat_user_tables s ON s.relid = c.oid
+        WHERE n.nspname = '$SCHEMA' AND c.relname LIKE 'tasks\_%'"
+}
+
+phase() {
+    echo "== $1"
+    "$SPOOL" bench --url "http://127.0.0.1:$PORT" --workload cycle \
+        --producers 8 --batch 1 --consumers 8 --claim-batch 100 \
+        --tasks 100000000 --max-seconds "$SECONDS_EACH" 2>&1 | grep -E "cycle|tasks/s" || true
+    echo "   task tables: $(tables)"
+}
+
+phase free
+psql -qX "$URL" -c "BEGIN; SELECT txid_current(); SELECT pg_sleep($((SECONDS_EACH + 30)));" >/dev/null 2>&1 &
+HOLDER=$!
+sleep 5
+phase held
+kill "$HOLDER" 2>/dev/null || true
+wait "$HOLDER" 2>/dev/null || true
+HOLDER=
+echo "   holder ended; tables: $(tables)"
+sleep 10
+echo "   10 s later: $(tables)"
+phase after
