@@ -259,9 +259,14 @@ def test_claim_limits_are_set_read_changed_and_removed(client: Client, queue: st
         {"rate_limit": RateLimit(1, 1, 0)},
         {"group_rate_limit": RateLimit(0, 1, 1)},
         {"max_leased": 0},
+        {"group_concurrency": 0},
+        {"lease": 0},
+        {"max_attempts": 0},
+        {"backoff_base": timedelta(hours=2)},
+        {"max_payload": 64 * 1024 * 1024 + 1},
     ],
 )
-def test_a_bad_claim_limit_is_refused_and_changes_nothing(
+def test_a_bad_setting_is_refused_and_changes_nothing(
     client: Client, queue: str, change: dict[str, Any]
 ) -> None:
     before = client.put_queue(queue, rate_limit=RateLimit(3, 1, 3), max_leased=2)
@@ -284,11 +289,80 @@ def test_a_rate_limit_holds_at_claim(client: Client, queue: str) -> None:
     assert len(client.claim(queue, "test", max_tasks=5)) == 3
 
 
+def test_max_leased_holds_at_claim(client: Client, queue: str) -> None:
+    assert client.put_queue(queue, max_leased=1).max_leased == 1
+    client.enqueue_many(queue, [TaskSpec({"n": n}) for n in range(3)])
+    [first] = claim_one(client, queue)
+    # One task leased of one allowed: the next claim gets nothing, not an error.
+    assert claim_one(client, queue) == []
+    [stats] = [s for s in client.stats() if s.name == queue]
+    assert stats.counts.leased == 1 and stats.counts.ready == 2
+    # An ack frees the slot.
+    assert first.lease is not None and first.lease.token
+    client.ack(first.id, first.lease.token)
+    assert len(claim_one(client, queue)) == 1
+    assert claim_one(client, queue) == []
+    # Removing the cap lets the rest through.
+    assert client.put_queue(queue, max_leased=None).max_leased is None
+    assert len(claim_one(client, queue)) == 1
+
+
+def test_group_concurrency_holds_at_claim(client: Client, queue: str) -> None:
+    client.put_queue(queue, group_concurrency=1)
+    client.enqueue_many(
+        queue,
+        [
+            TaskSpec({"n": 1}, group="acme"),
+            TaskSpec({"n": 2}, group="acme"),
+            TaskSpec({"n": 3}, group="globex"),
+            TaskSpec({"n": 4}),
+        ],
+    )
+    # One task per group; tasks without a group are not bound by it.
+    claimed = claim_one(client, queue)
+    assert {t.group: t.payload for t in claimed} == {
+        None: {"n": 4},
+        "acme": {"n": 1},
+        "globex": {"n": 3},
+    }
+    assert claim_one(client, queue) == []
+    [acme] = [t for t in claimed if t.group == "acme"]
+    assert acme.lease is not None and acme.lease.token
+    client.ack(acme.id, acme.lease.token)
+    assert [t.payload for t in claim_one(client, queue)] == [{"n": 2}]
+
+
+def test_put_queue_pauses_and_resumes(client: Client, queue: str) -> None:
+    client.enqueue(queue, {})
+    assert client.put_queue(queue, paused=True).paused
+    assert claim_one(client, queue) == []
+    # A change that does not name paused keeps the pause.
+    assert client.put_queue(queue, max_leased=3).paused
+    assert client.settings(queue).paused
+    assert not client.put_queue(queue, paused=False).paused
+    assert len(claim_one(client, queue)) == 1
+
+
+def test_settings_of_a_queue_nobody_created_are_not_found(client: Client, queue: str) -> None:
+    with pytest.raises(NotFound) as missing:
+        client.settings(queue)
+    assert missing.value.status == 404 and missing.value.code == "not_found"
+    # put_queue creates the queue, with the defaults for what it does not name.
+    created = client.put_queue(queue, max_leased=2)
+    assert created.max_leased == 2 and created.max_attempts == 20 and not created.paused
+    assert client.settings(queue) == created
+
+
 def test_the_async_client_sets_and_removes_claim_limits(server: Server, queue: str) -> None:
     async def go() -> None:
         async with AsyncClient(server.url) as c:
+            with pytest.raises(NotFound):
+                await c.settings(queue)
             s = await c.put_queue(queue, max_leased=1, group_rate_limit=RateLimit(1, 2, 1))
             assert s.max_leased == 1 and s.group_rate_limit == RateLimit(1, 2, 1)
+            assert await c.settings(queue) == s
+            with pytest.raises(BadRequest):
+                await c.put_queue(queue, max_leased=0)
             s = await c.put_queue(queue, max_leased=None, group_rate_limit=None)
             assert s.max_leased is None and s.group_rate_limit is None
 

@@ -80,6 +80,8 @@ export interface QueueOptions {
     backoffMaxMs?: number;
     dedupWindowMs?: number;
     maxPayload?: number;
+    /** Pauses (`true`) or resumes (`false`) the queue, as `pause` and `resume` do. */
+    paused?: boolean;
     /** The tasks handed out per period (a token bucket); `null` removes the limit. */
     rateLimit?: RateLimit | null;
     /** The queue's tasks leased at once, at least 1; `null` removes the cap. */
@@ -169,8 +171,16 @@ export declare class Client {
     stats(): Promise<QueueStats[]>;
     pause(queue: string): Promise<void>;
     resume(queue: string): Promise<void>;
+    /** A queue's settings, its claim limits among them; `NotFound` for a queue nobody created. */
     settings(queue: string): Promise<QueueSettings>;
-    /** Create a queue or change its settings; absent ones keep their values, `null` removes a limit. */
+    /**
+     * Create a queue or change its settings; absent ones keep their values, `null` removes a limit.
+     *
+     * Each change applies live: the next claim obeys it, and a setting it
+     * does not name keeps its value. A value the server refuses (a limit of 0, a `backoffBaseMs` over
+     * the `backoffMaxMs`) throws `BadRequest` and changes nothing. Resolves to
+     * the settings now in force.
+     */
     putQueue(queue: string, options: QueueOptions): Promise<QueueSettings>;
     /** Create or replace a schedule: one task per tick, `everyMs` or `cron`. */
     putSchedule(name: string, options: ScheduleOptions): Promise<Schedule>;

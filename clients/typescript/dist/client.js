@@ -199,10 +199,18 @@ export class Client {
     async resume(queue) {
         await this.request("POST", `/v1/queues/${seg(queue)}/resume`, {});
     }
+    /** A queue's settings, its claim limits among them; `NotFound` for a queue nobody created. */
     async settings(queue) {
         return settingsOf(await this.request("GET", `/v1/queues/${seg(queue)}`));
     }
-    /** Create a queue or change its settings; absent ones keep their values, `null` removes a limit. */
+    /**
+     * Create a queue or change its settings; absent ones keep their values, `null` removes a limit.
+     *
+     * Each change applies live: the next claim obeys it, and a setting it
+     * does not name keeps its value. A value the server refuses (a limit of 0, a `backoffBaseMs` over
+     * the `backoffMaxMs`) throws `BadRequest` and changes nothing. Resolves to
+     * the settings now in force.
+     */
     async putQueue(queue, options) {
         const body = compact({
             lease_ms: options.leaseMs,
@@ -211,6 +219,7 @@ export class Client {
             backoff_max_ms: options.backoffMaxMs,
             dedup_window_ms: options.dedupWindowMs,
             max_payload: options.maxPayload,
+            paused: options.paused,
             // compact drops what is undefined (kept); null stays, and removes.
             rate_limit: rateLimitFields(options.rateLimit),
             max_leased: options.maxLeased,

@@ -107,6 +107,8 @@ export interface QueueOptions {
   backoffMaxMs?: number;
   dedupWindowMs?: number;
   maxPayload?: number;
+  /** Pauses (`true`) or resumes (`false`) the queue, as `pause` and `resume` do. */
+  paused?: boolean;
   /** The tasks handed out per period (a token bucket); `null` removes the limit. */
   rateLimit?: RateLimit | null;
   /** The queue's tasks leased at once, at least 1; `null` removes the cap. */
@@ -377,11 +379,19 @@ export class Client {
     await this.request("POST", `/v1/queues/${seg(queue)}/resume`, {});
   }
 
+  /** A queue's settings, its claim limits among them; `NotFound` for a queue nobody created. */
   async settings(queue: string): Promise<QueueSettings> {
     return settingsOf(await this.request("GET", `/v1/queues/${seg(queue)}`));
   }
 
-  /** Create a queue or change its settings; absent ones keep their values, `null` removes a limit. */
+  /**
+   * Create a queue or change its settings; absent ones keep their values, `null` removes a limit.
+   *
+   * Each change applies live: the next claim obeys it, and a setting it
+   * does not name keeps its value. A value the server refuses (a limit of 0, a `backoffBaseMs` over
+   * the `backoffMaxMs`) throws `BadRequest` and changes nothing. Resolves to
+   * the settings now in force.
+   */
   async putQueue(queue: string, options: QueueOptions): Promise<QueueSettings> {
     const body = compact({
       lease_ms: options.leaseMs,
@@ -390,6 +400,7 @@ export class Client {
       backoff_max_ms: options.backoffMaxMs,
       dedup_window_ms: options.dedupWindowMs,
       max_payload: options.maxPayload,
+      paused: options.paused,
       // compact drops what is undefined (kept); null stays, and removes.
       rate_limit: rateLimitFields(options.rateLimit),
       max_leased: options.maxLeased,

@@ -118,7 +118,7 @@ for (const store of STORES) {
       assert.deepEqual(await env.client.settings(q), cleared);
     });
 
-    it("refuses a bad claim limit with BadRequest and changes nothing", async () => {
+    it("refuses a bad setting with BadRequest and changes nothing", async () => {
       const q = freshQueue();
       const before = await env.client.putQueue(q, { rateLimit: { limit: 3, periodMs: 1000, burst: 3 }, maxLeased: 2 });
       const bad: QueueOptions[] = [
@@ -127,6 +127,11 @@ for (const store of STORES) {
         { rateLimit: { limit: 1, periodMs: 1000, burst: 0 } },
         { groupRateLimit: { limit: 0, periodMs: 1000, burst: 1 } },
         { maxLeased: 0 },
+        { groupConcurrency: 0 },
+        { leaseMs: 0 },
+        { maxAttempts: 0 },
+        { backoffBaseMs: 2 * 3_600_000 },
+        { maxPayload: 64 * 1024 * 1024 + 1 },
       ];
       for (const options of bad) {
         await assert.rejects(env.client.putQueue(q, options), (e: unknown) => {
@@ -153,6 +158,77 @@ for (const store of STORES) {
       // Removing the limit lets the rest through.
       assert.equal((await env.client.putQueue(q, { rateLimit: null })).rateLimit, null);
       assert.equal((await env.client.claim(q, "t", { max: 5 })).length, 3);
+    });
+
+    it("holds claims to a queue's max leased", async () => {
+      const q = freshQueue();
+      assert.equal((await env.client.putQueue(q, { maxLeased: 1 })).maxLeased, 1);
+      await env.client.enqueueMany(q, [0, 1, 2].map((n) => ({ payload: { n } })));
+      const [first, ...more] = await env.client.claim(q, "t", { max: 10 });
+      assert.deepEqual(more, []);
+      // One task leased of one allowed: the next claim gets nothing, not an error.
+      assert.deepEqual(await env.client.claim(q, "t", { max: 10 }), []);
+      const stats = (await env.client.stats()).find((s) => s.name === q);
+      assert.equal(stats?.counts.leased, 1);
+      assert.equal(stats?.counts.ready, 2);
+      // An ack frees the slot.
+      await env.client.ack(first!.id, first!.lease!.token!);
+      assert.equal((await env.client.claim(q, "t", { max: 10 })).length, 1);
+      assert.deepEqual(await env.client.claim(q, "t", { max: 10 }), []);
+      // Removing the cap lets the rest through.
+      assert.equal((await env.client.putQueue(q, { maxLeased: null })).maxLeased, null);
+      assert.equal((await env.client.claim(q, "t", { max: 10 })).length, 1);
+    });
+
+    it("holds claims to a queue's group concurrency", async () => {
+      const q = freshQueue();
+      await env.client.putQueue(q, { groupConcurrency: 1 });
+      await env.client.enqueueMany(q, [
+        { payload: { n: 1 }, group: "acme" },
+        { payload: { n: 2 }, group: "acme" },
+        { payload: { n: 3 }, group: "globex" },
+        { payload: { n: 4 } },
+      ]);
+      // One task per group; tasks without a group are not bound by it.
+      const claimed = await env.client.claim(q, "t", { max: 10 });
+      assert.deepEqual(
+        new Map(claimed.map((t) => [t.group, t.payload])),
+        new Map([
+          [null, { n: 4 }],
+          ["acme", { n: 1 }],
+          ["globex", { n: 3 }],
+        ]),
+      );
+      assert.deepEqual(await env.client.claim(q, "t", { max: 10 }), []);
+      const acme = claimed.find((t) => t.group === "acme")!;
+      await env.client.ack(acme.id, acme.lease!.token!);
+      assert.deepEqual((await env.client.claim(q, "t", { max: 10 })).map((t) => t.payload), [{ n: 2 }]);
+    });
+
+    it("pauses and resumes through putQueue", async () => {
+      const q = freshQueue();
+      await env.client.enqueue(q, {});
+      assert.equal((await env.client.putQueue(q, { paused: true })).paused, true);
+      assert.deepEqual(await env.client.claim(q, "t"), []);
+      // A change that does not name paused keeps the pause.
+      assert.equal((await env.client.putQueue(q, { maxLeased: 3 })).paused, true);
+      assert.equal((await env.client.settings(q)).paused, true);
+      assert.equal((await env.client.putQueue(q, { paused: false })).paused, false);
+      assert.equal((await env.client.claim(q, "t")).length, 1);
+    });
+
+    it("answers NotFound for the settings of a queue nobody created", async () => {
+      const q = freshQueue();
+      const missing = await env.client.settings(q).catch((e: unknown) => e);
+      assert.ok(missing instanceof NotFound, String(missing));
+      assert.equal(missing.code, "not_found");
+      assert.equal(missing.status, 404);
+      // putQueue creates the queue, with the defaults for what it does not name.
+      const created = await env.client.putQueue(q, { maxLeased: 2 });
+      assert.equal(created.maxLeased, 2);
+      assert.equal(created.maxAttempts, 20);
+      assert.equal(created.paused, false);
+      assert.deepEqual(await env.client.settings(q), created);
     });
 
     it("returns the first task for a repeated idempotency key", async () => {

@@ -424,6 +424,7 @@ def _settings(body: Any) -> QueueSettings:
 
 
 def settings(queue: str) -> Op[QueueSettings]:
+    """A queue's settings, its claim limits among them; ``NotFound`` for a queue nobody created."""
     return Op("GET", f"/v1/queues/{_seg(queue)}", _settings)
 
 
@@ -446,12 +447,20 @@ def put_queue(
     backoff_max: Duration | None = None,
     dedup_window: Duration | None = None,
     max_payload: int | None = None,
+    paused: bool | None = None,
     rate_limit: RateLimit | _Keep | None = _Keep.KEEP,
     max_leased: int | _Keep | None = _Keep.KEEP,
     group_concurrency: int | _Keep | None = _Keep.KEEP,
     group_rate_limit: RateLimit | _Keep | None = _Keep.KEEP,
 ) -> Op[QueueSettings]:
     """Create a queue or change its settings; absent ones keep their values.
+
+    Each change applies live: the next claim obeys it, and a setting it does
+    not name keeps its value.
+    ``paused`` pauses (``True``) or resumes (``False``) the queue, as ``pause``
+    and ``resume`` do. A value the server refuses (a limit of 0, a
+    ``backoff_base`` over the ``backoff_max``) raises ``BadRequest`` and
+    changes nothing. Answers the settings now in force.
 
     The claim limits bind every worker on the server's store; ``None`` removes
     one. ``rate_limit`` (a ``RateLimit``) caps the tasks handed out per period;
@@ -467,6 +476,7 @@ def put_queue(
             "backoff_max_ms": _ms(backoff_max),
             "dedup_window_ms": _ms(dedup_window),
             "max_payload": max_payload,
+            "paused": paused,
         }
     )
     # Absent keeps a limit, None (JSON null) removes it: not _compact's rule.
