@@ -11,12 +11,15 @@
 #
 # Each phase prints `spool bench`'s cycle line (tasks/s, pickup p50/p99) and
 # then the task tables' size (heap + indexes, every partition) and their
-# dead tuples. Needs a release build (`cargo build --release -p spool-cli`)
-# and PostgreSQL at DATABASE_URL. Usage: bash bench/http_horizon.sh [SECONDS]
+# dead tuples at its end, and the median and largest of the sizes sampled
+# every 10 s during it. Needs a release build (`cargo build --release -p spool-cli`)
+# and PostgreSQL at DATABASE_URL. Usage: bash bench/http_horizon.sh [SECONDS [HELD]]:
+# SECONDS for the free and after phases (40), HELD for the held one (SECONDS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_EACH=${1:-40}
+HELD=${2:-$SECONDS_EACH}
 URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
 SCHEMA=spool_http_horizon
 PORT=${PORT:-7811}
@@ -50,23 +53,41 @@ tables() {
         WHERE n.nspname = '$SCHEMA' AND c.relname LIKE 'tasks\_%'"
 }
 
-phase() {
-    echo "== $1"
-    "$SPOOL" bench --url "http://127.0.0.1:$PORT" --workload cycle \
-        --producers 8 --batch 1 --consumers 8 --claim-batch 100 \
-        --tasks 100000000 --max-seconds "$SECONDS_EACH" 2>&1 | grep -E "cycle|tasks/s" || true
-    echo "   task tables: $(tables)"
+# The task tables' size in MB, every 10 s, into $1, until killed.
+sample_sizes() {
+    while true; do
+        psql -qXAt "$URL" -c "
+            SELECT round(sum(pg_total_relation_size(c.oid)) / 1048576.0, 2)
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = '$SCHEMA' AND c.relname LIKE 'tasks\_%' AND c.relkind = 'r'" >>"$1"
+        sleep 10
+    done
 }
 
-phase free
-psql -qX "$URL" -c "BEGIN; SELECT txid_current(); SELECT pg_sleep($((SECONDS_EACH + 30)));" >/dev/null 2>&1 &
+phase() {
+    echo "== $1, $2 s"
+    local samples
+    samples=$(mktemp)
+    sample_sizes "$samples" &
+    local sampler=$!
+    "$SPOOL" bench --url "http://127.0.0.1:$PORT" --workload cycle \
+        --producers 8 --batch 1 --consumers 8 --claim-batch 100 \
+        --tasks 100000000 --max-seconds "$2" 2>&1 | grep -E "cycle|tasks/s" || true
+    kill "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
+    echo "   task tables: $(tables); every 10 s: median $(sort -n "$samples" | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}') MB, largest $(sort -n "$samples" | tail -1) MB"
+    rm -f "$samples"
+}
+
+phase free "$SECONDS_EACH"
+psql -qX "$URL" -c "BEGIN; SELECT txid_current(); SELECT pg_sleep($((HELD + 30)));" >/dev/null 2>&1 &
 HOLDER=$!
 sleep 5
-phase held
+phase held "$HELD"
 kill "$HOLDER" 2>/dev/null || true
 wait "$HOLDER" 2>/dev/null || true
 HOLDER=
 echo "   holder ended; tables: $(tables)"
 sleep 10
 echo "   10 s later: $(tables)"
-phase after
+phase after "$SECONDS_EACH"
