@@ -6,7 +6,10 @@
 #
 #   free     no other transaction;
 #   held     a session holds BEGIN; SELECT txid_current(); for the whole
-#            phase (started 5 s before it, ended after it);
+#            phase (started 5 s before it, ended after it); with
+#            HOLDER=readers, four REPEATABLE READ sessions instead, each in
+#            10-s transactions (staggered) counting the tasks by state
+#            every 200 ms;
 #   after    the same load again, 10 s after the holder ended.
 #
 # Each phase prints `spool bench`'s cycle line (tasks/s, pickup p50/p99) and
@@ -20,6 +23,7 @@ cd "$(dirname "$0")/.."
 
 SECONDS_EACH=${1:-40}
 HELD=${2:-$SECONDS_EACH}
+HOLDER=${HOLDER:-writer}
 URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}
 SCHEMA=spool_http_horizon
 PORT=${PORT:-7811}
@@ -31,9 +35,19 @@ psql -qX "$URL" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $SC
 "$SPOOL" serve --postgres "$URL" --pg-schema "$SCHEMA" --listen "127.0.0.1:$PORT" --resp off \
     >/tmp/spool-http-horizon.log 2>&1 &
 SERVER=$!
-HOLDER=
+HOLDERS=()
+stop_holders() {
+    for pid in "${HOLDERS[@]}"; do
+        pkill -P "$pid" 2>/dev/null || true
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${HOLDERS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    HOLDERS=()
+}
 cleanup() {
-    [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null || true
+    stop_holders
     kill "$SERVER" 2>/dev/null || true
     wait 2>/dev/null || true
     psql -qX "$URL" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null
@@ -80,13 +94,34 @@ phase() {
 }
 
 phase free "$SECONDS_EACH"
-psql -qX "$URL" -c "BEGIN; SELECT txid_current(); SELECT pg_sleep($((HELD + 30)));" >/dev/null 2>&1 &
-HOLDER=$!
+case "$HOLDER" in
+writer)
+    psql -qX "$URL" -c "BEGIN; SELECT txid_current(); SELECT pg_sleep($((HELD + 30)));" >/dev/null 2>&1 &
+    HOLDERS+=($!)
+    ;;
+readers)
+    READ_SQL=$(mktemp)
+    {
+        echo "BEGIN ISOLATION LEVEL REPEATABLE READ;"
+        for _ in $(seq 50); do
+            echo "SELECT state, count(*) FROM $SCHEMA.tasks GROUP BY state;"
+            echo "SELECT pg_sleep(0.2);"
+        done
+        echo "COMMIT;"
+    } >"$READ_SQL"
+    for r in 0 1 2 3; do
+        (
+            sleep "$(awk "BEGIN { print $r * 2.5 }")"
+            while true; do psql -qX "$URL" -f "$READ_SQL" >/dev/null 2>&1 || sleep 1; done
+        ) &
+        HOLDERS+=($!)
+    done
+    ;;
+*) echo "HOLDER is writer or readers, not $HOLDER" >&2; exit 1 ;;
+esac
 sleep 5
-phase held "$HELD"
-kill "$HOLDER" 2>/dev/null || true
-wait "$HOLDER" 2>/dev/null || true
-HOLDER=
+phase "held ($HOLDER)" "$HELD"
+stop_holders
 echo "   holder ended; tables: $(tables)"
 sleep 10
 echo "   10 s later: $(tables)"
