@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The PostgreSQL store through `spool serve --postgres`, over HTTP, with and
-# without a transaction holding the xmin horizon: the issue's third
-# measurement (8 producers of one task per call + 8 consumers, 40 s), run
-# as a user would run it. Three phases against one server and one schema:
+# without a transaction holding the xmin horizon, as a user would run it:
+# 8 producers of one task per call + 8 consumers, over HTTP. Three phases against one server and one schema:
 #
 #   free     no other transaction;
 #   held     a session holds BEGIN; SELECT txid_current(); for the whole
@@ -36,6 +35,7 @@ psql -qX "$URL" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $SC
     >/tmp/spool-http-horizon.log 2>&1 &
 SERVER=$!
 HOLDERS=()
+READ_SQL=
 stop_holders() {
     for pid in "${HOLDERS[@]}"; do
         pkill -P "$pid" 2>/dev/null || true
@@ -48,6 +48,7 @@ stop_holders() {
 }
 cleanup() {
     stop_holders
+    [ -n "$READ_SQL" ] && rm -f "$READ_SQL"
     kill "$SERVER" 2>/dev/null || true
     wait 2>/dev/null || true
     psql -qX "$URL" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null
