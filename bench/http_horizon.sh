@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The PostgreSQL store through `spool serve --postgres`, over HTTP, with and
 # without a transaction holding the xmin horizon, as a user would run it:
-# 8 producers of one task per call + 8 consumers, over HTTP. Three phases against one server and one schema:
+# 8 producers of one task per call + 8 consumers claiming up to 100.
+# Three phases against one server and one schema:
 #
 #   free     no other transaction;
 #   held     a session holds BEGIN; SELECT txid_current(); for the whole
