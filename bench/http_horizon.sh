@@ -60,22 +60,22 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 
+# The task partitions, as their statistics name them (the parent has none).
+TASK_TABLES="pg_stat_user_tables s WHERE s.schemaname = '$SCHEMA' AND s.relname LIKE 'tasks\_%'"
+
+# Size, dead and live tuples of the task tables, now.
 tables() {
-    psql -qXAt "$URL" -F ' ' -c "
-        SELECT round(sum(pg_total_relation_size(c.oid)) / 1048576.0, 2) || ' MB, ' ||
+    psql -qXAt "$URL" -c "
+        SELECT round(sum(pg_total_relation_size(s.relid)) / 1048576.0, 2) || ' MB, ' ||
                sum(s.n_dead_tup) || ' dead tuples, ' || sum(s.n_live_tup) || ' live'
-        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        JOIN pg_stat_user_tables s ON s.relid = c.oid
-        WHERE n.nspname = '$SCHEMA' AND c.relname LIKE 'tasks\_%'"
+        FROM $TASK_TABLES"
 }
 
 # The task tables' size in MB, every 10 s, into $1, until killed.
 sample_sizes() {
     while true; do
         psql -qXAt "$URL" -c "
-            SELECT round(sum(pg_total_relation_size(c.oid)) / 1048576.0, 2)
-            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = '$SCHEMA' AND c.relname LIKE 'tasks\_%' AND c.relkind = 'r'" >>"$1"
+            SELECT round(sum(pg_total_relation_size(s.relid)) / 1048576.0, 2) FROM $TASK_TABLES" >>"$1"
         sleep 10
     done
 }

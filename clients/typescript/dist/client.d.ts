@@ -177,9 +177,9 @@ export declare class Client {
      * Create a queue or change its settings; absent ones keep their values, `null` removes a limit.
      *
      * Each change applies live: the next claim obeys it, and a setting it
-     * does not name keeps its value. A value the server refuses (a limit of 0, a `backoffBaseMs` over
-     * the `backoffMaxMs`) throws `BadRequest` and changes nothing. Resolves to
-     * the settings now in force.
+     * does not name keeps its value. A value the server refuses (a limit of
+     * 0, a `backoffBaseMs` over the `backoffMaxMs`) throws `BadRequest` and
+     * changes nothing. Resolves to the settings now in force.
      */
     putQueue(queue: string, options: QueueOptions): Promise<QueueSettings>;
     /** Create or replace a schedule: one task per tick, `everyMs` or `cron`. */
