@@ -14,6 +14,9 @@
 //! send any token as a method), and a queue is named only once it is known
 //! to exist (in `stats`, enqueued to, or a task of it seen), up to
 //! [`MAX_QUEUE_LABELS`]; claims on made-up names count under `other`.
+//! A task's group is never a label (groups are often customer ids, without
+//! bound): a queue's groups show as the backlog of its busiest one, and
+//! the groups endpoint lists them all.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock, PoisonError};
