@@ -1,5 +1,6 @@
 //! The producer side: enqueue typed jobs, set and remove periodic
-//! schedules. What a producer does to tasks and queues once they exist
+//! schedules. Jobs enqueued together, waiting for one another, are
+//! `batch`'s; what a producer does to tasks and queues once they exist
 //! (cancel, pause, limits) is `control`'s.
 
 use std::sync::Arc;
@@ -33,6 +34,8 @@ pub struct EnqueueOptions {
     task: NewTask,
     key: Option<String>,
     group: Option<String>,
+    /// As set; unset, `cancel`, except for a batch's callback (`run`).
+    if_parent_fails: Option<ParentFailure>,
 }
 
 impl EnqueueOptions {
@@ -105,17 +108,44 @@ impl EnqueueOptions {
         self
     }
 
-    /// What a parent ending dead or cancelled does to the task: cancel it
-    /// too (the default, and its own dependents in turn), or let it run
-    /// once every parent has ended, as a batch's callback does; its
-    /// handler reads how they ended from [`crate::Context::deps`].
-    pub fn if_parent_fails(mut self, policy: ParentFailure) -> Self {
-        self.task = self.task.if_parent_fails(policy);
+    /// Makes the task wait for the task at `position` of the same
+    /// [`Batch`](crate::Batch) (counting from 0, in the order added),
+    /// which must come before it: parents come first. The batch is one
+    /// atomic enqueue, so the task and its parents are created together
+    /// or not at all (docs/spec.md §3.2). A position that is not before
+    /// the task's own makes the batch fail with
+    /// [`EnqueueError::Batch`], and so does any position given to
+    /// [`Client::enqueue_with`], which has no batch.
+    pub fn after_in_batch(mut self, position: usize) -> Self {
+        // Past u32::MAX is past any batch (at most 10,000 tasks), and is
+        // refused as such.
+        let at = u32::try_from(position).unwrap_or(u32::MAX);
+        self.task = self.task.after(Parent::InBatch(at));
         self
     }
 
-    fn into_task<J: Job>(self, job: &J, kind: &Kind) -> Result<NewTask, EnqueueError> {
+    /// What a parent ending dead or cancelled does to the task: cancel it
+    /// too (the default, and its own dependents in turn), or let it run
+    /// once every parent has ended, as a batch's callback does (the
+    /// default for [`Batch::callback`](crate::Batch::callback)); its
+    /// handler reads how they ended from [`crate::Context::deps`].
+    pub fn if_parent_fails(mut self, policy: ParentFailure) -> Self {
+        self.if_parent_fails = Some(policy);
+        self
+    }
+
+    /// Makes the task wait for every task before `position` of its batch,
+    /// with policy `run` unless one was set: what a batch's callback is.
+    pub(crate) fn after_all_before(mut self, position: usize) -> Self {
+        let end = u32::try_from(position).unwrap_or(u32::MAX);
+        self.task.after.extend((0..end).map(Parent::InBatch));
+        self.if_parent_fails.get_or_insert(ParentFailure::Run);
+        self
+    }
+
+    pub(crate) fn into_task<J: Job>(self, job: &J, kind: &Kind) -> Result<NewTask, EnqueueError> {
         let mut task = self.task;
+        task.if_parent_fails = self.if_parent_fails.unwrap_or_default();
         task.payload = job::encode(job)?;
         task.kind = Some(kind.clone());
         if let Some(key) = self.key {
@@ -161,11 +191,20 @@ impl Client {
     ) -> Result<EnqueueOutcome, EnqueueError> {
         let (queue, kind) = job::names::<J>()?;
         let task = options.into_task(&job, &kind)?;
+        if task.after.iter().any(|p| matches!(p, Parent::InBatch(_))) {
+            return Err(EnqueueError::Batch {
+                position: 0,
+                reason: "it waits for a position of its batch (after_in_batch), and a single \
+                         enqueue has no task before it: enqueue both in one Client::batch"
+                    .into(),
+            });
+        }
         one(self.store.enqueue(&queue, vec![task]).await?)
     }
 
     /// Enqueues many jobs of one type atomically: all or none. At most
-    /// 10,000 per call.
+    /// 10,000 per call. Jobs with options, of several types, or waiting
+    /// for one another go in a [`Client::batch`].
     pub async fn enqueue_many<J: Job>(
         &self,
         jobs: impl IntoIterator<Item = J>,

@@ -138,6 +138,16 @@ pub enum EnqueueError {
     /// A queue, kind, key, group or schedule name is not valid.
     #[error(transparent)]
     Name(#[from] NameError),
+    /// A task of a [`crate::Batch`] cannot be enqueued as given: it waits
+    /// for a position that is not before its own, or its job goes to
+    /// another queue than the batch's first. Nothing was sent.
+    #[error("task {position} of the batch: {reason}")]
+    Batch {
+        /// The task's position in the batch, counting from 0.
+        position: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// What the store answered.
     #[error(transparent)]
     Store(#[from] StoreError),

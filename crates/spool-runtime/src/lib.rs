@@ -3,8 +3,10 @@
 //! It sees only the [`spool_core::Store`] trait, so the same code runs on the
 //! embedded engine, on PostgreSQL and against a server. A map:
 //! - [`Job`] (`job`) is a typed payload that names its kind and queue;
-//!   [`Client`] (`client`) enqueues jobs and manages schedules, and
-//!   (`control`) cancels tasks, pauses queues and sets their claim limits;
+//!   [`Client`] (`client`) enqueues jobs and manages schedules, (`batch`)
+//!   enqueues a [`Batch`] of jobs that wait for one another, a batch's
+//!   callback for its members, in one atomic request, and (`control`)
+//!   cancels tasks, pauses queues and sets their claim limits;
 //! - [`Handler`] (`handler`) runs one kind: an async function, or a type
 //!   with overridable defaults (timeout, [`RetryPolicy`], `on_dead`);
 //! - [`Worker`] (`worker/`) runs one pool per queue: an acquisition loop
@@ -28,6 +30,7 @@
 //! ack or a lease that ran out, so handlers must be idempotent.
 
 mod backoff;
+mod batch;
 mod client;
 mod clock;
 mod context;
@@ -42,6 +45,7 @@ mod periodic;
 mod scheduler;
 mod worker;
 
+pub use batch::Batch;
 pub use client::{Client, EnqueueOptions};
 pub use context::Context;
 pub use error::{BoxError, EnqueueError, StartError, TaskError, TaskResultExt};

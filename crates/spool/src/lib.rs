@@ -59,6 +59,11 @@
 //! fired by a [`Scheduler`]; run one in every worker process, the store makes
 //! sure each tick fires once.
 //!
+//! A [`Batch`] ([`Client::batch`]) enqueues jobs in one atomic request:
+//! tasks that wait for others of the batch, or members and a callback that
+//! runs once they have all ended and reads their results from its
+//! [`Context`].
+//!
 //! [`Client::cancel`] cancels a task in any state; a running one's handler
 //! sees [`Context::cancellation`] fire within 100 ms. [`Client::change_queue`]
 //! sets a queue's claim limits ([`QueueChange`]: a [`RateLimit`],
@@ -95,9 +100,9 @@ pub use spool_runtime::metrics;
 #[cfg(feature = "otel")]
 pub use spool_runtime::otel;
 pub use spool_runtime::{
-    Backoff, BoxError, Client, Context, EnqueueError, EnqueueOptions, Handler, Job, PeriodicJob,
-    QueueConfig, RetryPolicy, Scheduler, SchedulerHandle, ShutdownReport, StartError, TaskError,
-    TaskResultExt, Worker, WorkerBuilder,
+    Backoff, Batch, BoxError, Client, Context, EnqueueError, EnqueueOptions, Handler, Job,
+    PeriodicJob, QueueConfig, RetryPolicy, Scheduler, SchedulerHandle, ShutdownReport, StartError,
+    TaskError, TaskResultExt, Worker, WorkerBuilder,
 };
 
 #[cfg(feature = "embedded")]

@@ -6,31 +6,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use spool_core::{ParentFailure, Store};
-use spool_runtime::{Client, Context, EnqueueOptions, Job, TaskError, Worker};
+use spool_runtime::{Client, Context, EnqueueOptions, TaskError, Worker};
 
 use crate::support::{eventually, remote, Embedded, Server};
-
-#[derive(Serialize, Deserialize)]
-struct Member {
-    ok: bool,
-    /// What the member leaves as its result.
-    n: u32,
-}
-
-impl Job for Member {
-    const KIND: &'static str = "member";
-    const QUEUE: &'static str = "batch";
-}
-
-#[derive(Serialize, Deserialize)]
-struct Callback;
-
-impl Job for Callback {
-    const KIND: &'static str = "callback";
-    const QUEUE: &'static str = "batch";
-}
+use crate::workflow_jobs::{Callback, Member};
 
 /// (completed, failed, still waited on, the members' results) as each
 /// callback run saw them.

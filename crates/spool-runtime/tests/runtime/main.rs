@@ -4,6 +4,7 @@
 
 mod support;
 
+mod batch;
 mod cancel;
 mod crash;
 mod deadlines;
@@ -18,3 +19,4 @@ mod paused;
 mod remote;
 mod schedules;
 mod shutdown;
+mod workflow_jobs;
