@@ -49,7 +49,7 @@ pub(crate) enum Command {
     /// Load generator: measure enqueue, claim/ack and pickup latency.
     #[command(long_about = bench::ABOUT, after_help = bench::EXAMPLES)]
     Bench(Box<BenchArgs>),
-    /// Add a task to a queue and print its id.
+    /// Add a task, or a batch of them (--batch FILE), to a queue; print the ids.
     #[command(long_about = enqueue::ABOUT)]
     Enqueue(EnqueueArgs),
     /// One task by its id, with the tasks it waits for.

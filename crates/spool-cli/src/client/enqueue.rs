@@ -1,10 +1,15 @@
-//! `spool enqueue`: adds one task to a queue and prints its id.
+//! `spool enqueue`: adds one task to a queue, or with `--batch` many in one
+//! atomic enqueue (module `batch`), and prints their ids.
 
+mod batch;
+
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 use spool_core::{
-    Kind, NewTask, Parent, ParentFailure, Payload, QueueName, Store, TaskGroup, TaskId, TaskKey,
+    EnqueueOutcome, Kind, NewTask, Parent, ParentFailure, Payload, QueueName, Store, TaskGroup,
+    TaskId, TaskKey, TraceParent,
 };
 
 use super::args;
@@ -26,11 +31,47 @@ or cancelled, --if-parent-fails decides: cancel (the default) cancels this
 task too, run lets it run once every parent has ended. `spool tasks QUEUE
 --state pending` lists the waiting tasks and what they still wait for.
 
+With --traceparent, the task carries the producer's W3C trace context
+(00-<trace id>-<parent id>-<flags>), which every run of it joins.
+
+With --batch FILE (`-` reads stdin), every task of FILE is enqueued in one
+atomic request, all or none, and their ids are printed one per line in the
+file's order (with --json, as {\"tasks\": [{\"id\", \"duplicate\"}, ...]}).
+FILE is the body of the HTTP API's batch enqueue, {\"tasks\": [...]}, each
+task an object with the API's fields: payload or payload_base64, kind,
+key, priority, delay_ms, run_at, max_attempts, lease_ms, group,
+traceparent, after, after_batch and if_parent_fails. after_batch names
+earlier tasks of the same file by position, from 0: a batch callback is a
+last task with every
+member's position in after_batch and \"if_parent_fails\": \"run\", pending
+until all of them have ended. The options that describe one task (--kind,
+--payload, ...) do not go with --batch: each task of FILE says its own.
+
 Examples:
   spool enqueue emails --kind send --payload '{\"to\": \"ada@example.com\"}'
   spool enqueue reports --delay 5m --key report-2026-11 --max-attempts 3
   spool enqueue fetch --group api.example.com --payload '\"/v1/items\"'
-  spool enqueue reports --after 41 --after 42 --if-parent-fails run";
+  spool enqueue reports --after 41 --after 42 --if-parent-fails run
+  spool enqueue emails --traceparent 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+  spool enqueue thumbs --batch workflow.json
+  echo '{\"tasks\": [{\"payload\": \"a.png\"}, {\"payload\": \"b.png\"},
+        {\"kind\": \"zip\", \"after_batch\": [0, 1], \"if_parent_fails\": \"run\"}]}' |
+    spool enqueue thumbs --batch -";
+
+/// The options that describe the one task of a single enqueue; a batch
+/// file's tasks carry their own, so none of them goes with `--batch`.
+const SINGLE_TASK_OPTIONS: [&str; 10] = [
+    "kind",
+    "payload",
+    "delay",
+    "key",
+    "priority",
+    "max_attempts",
+    "group",
+    "after",
+    "if_parent_fails",
+    "traceparent",
+];
 
 /// Options of `spool enqueue` (see [`ABOUT`]).
 #[derive(Debug, Clone, Args)]
@@ -84,7 +125,19 @@ pub(crate) struct EnqueueArgs {
     #[arg(long, value_name = "POLICY", value_parser = args::parent_failure)]
     pub if_parent_fails: Option<ParentFailure>,
 
-    /// Print `{"id": N, "duplicate": bool}` instead of text.
+    /// The producer's W3C trace context, which every run of the task joins:
+    /// 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>.
+    #[arg(long, value_name = "VALUE", value_parser = traceparent)]
+    pub traceparent: Option<String>,
+
+    /// Enqueue every task of FILE (`-`: stdin) in one atomic request
+    /// instead: the HTTP API's batch body, {"tasks": [...]}, whose tasks may
+    /// wait for earlier ones by position (after_batch).
+    #[arg(long, value_name = "FILE", conflicts_with_all = SINGLE_TASK_OPTIONS)]
+    pub batch: Option<PathBuf>,
+
+    /// Print `{"id": N, "duplicate": bool}` instead of text; with --batch,
+    /// `{"tasks": [...]}` of those.
     #[arg(long)]
     pub json: bool,
 
@@ -92,7 +145,21 @@ pub(crate) struct EnqueueArgs {
     pub server: ServerArgs,
 }
 
+/// Checked here as the server checks it (`spool_core`'s own parser), so a
+/// malformed value is refused before anything is sent.
+fn traceparent(s: &str) -> Result<String, String> {
+    TraceParent::parse(s).map_err(|e| e.to_string())?;
+    Ok(s.to_string())
+}
+
 pub(crate) fn run(args: EnqueueArgs) -> anyhow::Result<()> {
+    if let Some(file) = &args.batch {
+        // Read and checked whole before connecting: a bad file sends nothing.
+        let tasks = batch::read(file)?;
+        let server = args.server.connect()?;
+        let outcomes = super::block_on(server.call(server.store.enqueue(&args.queue, tasks)))?;
+        return print_batch(&outcomes, args.json);
+    }
     let server = args.server.connect()?;
     let mut task =
         NewTask::new(args.payload.unwrap_or_else(args::no_payload)).priority(args.priority);
@@ -106,6 +173,7 @@ pub(crate) fn run(args: EnqueueArgs) -> anyhow::Result<()> {
         .map(|id| Parent::Task(TaskId(id)))
         .collect();
     task.if_parent_fails = args.if_parent_fails.unwrap_or_default();
+    task.traceparent = args.traceparent;
     if let Some(delay) = args.delay {
         task = task.delay(delay);
     }
@@ -119,6 +187,24 @@ pub(crate) fn run(args: EnqueueArgs) -> anyhow::Result<()> {
             "duplicate": outcome.duplicate,
         }));
     }
+    super::print(&line(outcome))
+}
+
+/// The line a single enqueue prints: the id, and `duplicate` for one.
+fn line(outcome: &EnqueueOutcome) -> String {
     let note = if outcome.duplicate { " duplicate" } else { "" };
-    super::print(&format!("{}{note}\n", outcome.id))
+    format!("{}{note}\n", outcome.id)
+}
+
+/// A batch's answers in the file's order: a single enqueue's line each, or
+/// the HTTP API's `{"tasks": [...]}` with `--json`.
+fn print_batch(outcomes: &[EnqueueOutcome], json: bool) -> anyhow::Result<()> {
+    if json {
+        let tasks: Vec<_> = outcomes
+            .iter()
+            .map(|o| serde_json::json!({"id": o.id.0, "duplicate": o.duplicate}))
+            .collect();
+        return super::print_json(&serde_json::json!({ "tasks": tasks }));
+    }
+    super::print(&outcomes.iter().map(line).collect::<String>())
 }

@@ -156,7 +156,6 @@ fn parse(body: &JsonBody, headers: &HeaderMap) -> Result<Vec<NewTask>, ApiError>
             vec![item]
         }
     };
-    let many = items.len() > 1;
     if shape.tasks.is_none()
         && items
             .iter()
@@ -167,22 +166,37 @@ fn parse(body: &JsonBody, headers: &HeaderMap) -> Result<Vec<NewTask>, ApiError>
              a single task has none before it: name its parents in after",
         ));
     }
+    Ok(tasks_of(items)?)
+}
+
+/// The tasks of a batch body, `{"tasks": [...]}`, read exactly as this
+/// endpoint reads one: for clients that take such a body from elsewhere
+/// (`spool enqueue --batch FILE`) and must take what the API takes.
+pub fn batch_tasks(json: &[u8]) -> Result<Vec<NewTask>, StoreError> {
+    let batch: EnqueueBatch<'_> =
+        serde_json::from_slice(json).map_err(|e| StoreError::bad_request(e.to_string()))?;
+    tasks_of(batch.tasks)
+}
+
+/// Every item's task, or the first item's error, named by its place when
+/// there are several: a batch is refused whole.
+fn tasks_of(items: Vec<EnqueueItem<'_>>) -> Result<Vec<NewTask>, StoreError> {
+    let many = items.len() > 1;
     let tasks = items
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
             new_task(item).map_err(|e| match e {
-                // Say which item is wrong: a batch is refused whole.
                 StoreError::BadRequest(m) if many => {
-                    ApiError::bad_request(format!("tasks[{i}]: {m}"))
+                    StoreError::BadRequest(format!("tasks[{i}]: {m}"))
                 }
-                other => ApiError::Store(other),
+                other => other,
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
     // Every store checks this too; checked here as well so that no
     // position past the batch reaches one.
-    spool_core::deps::validate_in_batch(&tasks).map_err(ApiError::Store)?;
+    spool_core::deps::validate_in_batch(&tasks)?;
     Ok(tasks)
 }
 

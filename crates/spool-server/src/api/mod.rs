@@ -10,6 +10,7 @@ use crate::state::AppState;
 
 mod claim;
 mod enqueue;
+pub use enqueue::batch_tasks;
 pub(crate) mod groups;
 mod lease;
 pub(crate) mod lease_wait;
