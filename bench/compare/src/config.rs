@@ -80,6 +80,8 @@ pub struct Config {
     /// for the systems that keep their tasks there: an idle writing
     /// transaction, or four REPEATABLE READ readers scanning the system's
     /// tables. The run then reports the phases before, during and after.
+    /// During `batch-drain`, the horizon is held from before the fill to
+    /// the end of the drain.
     #[arg(long, value_enum)]
     pub hold: Option<crate::hold::Hold>,
 

@@ -16,6 +16,9 @@
 //! The run ends with one figure per phase (before, held, after): the rate
 //! of tasks done, the pickup p50/p99 of the tasks picked up in it, and the
 //! largest size and dead-tuple count sampled in it.
+//!
+//! The drain takes the same holders with [`around`]: held from before its
+//! fill to the end of its drain, the tables sampled all the while.
 
 use std::time::{Duration, Instant};
 
@@ -50,6 +53,15 @@ pub struct Plan {
 }
 
 const READERS: usize = 4;
+
+/// The system's tables with their indexes, and their dead tuples, in the
+/// schemas `$1`.
+const SIZES: &str = "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8,
+                            coalesce(sum(s.n_dead_tup), 0)::int8
+                     FROM pg_class c
+                     JOIN pg_namespace n ON n.oid = c.relnamespace
+                     LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+                     WHERE n.nspname = ANY($1) AND c.relkind = 'r'";
 const SCAN_EVERY: Duration = Duration::from_millis(200);
 
 /// The phases, in order, with the workload names of their figures.
@@ -156,6 +168,43 @@ impl Held {
     }
 }
 
+/// The largest size and dead-tuple count of a system's tables seen while
+/// the horizon was held around some work.
+pub struct Tables {
+    pub size: i64,
+    pub dead: i64,
+}
+
+/// Runs `work` with the horizon held from before it starts until it ends,
+/// sampling the system's tables every `plan.every` and once at the end.
+pub async fn around<T>(
+    plan: &Plan,
+    schemas: &[&str],
+    work: impl std::future::Future<Output = T>,
+) -> anyhow::Result<(T, Tables)> {
+    let db = connect(&plan.url).await?;
+    let sizes = db.prepare(SIZES).await?;
+    let held = take(plan, schemas).await?;
+    let mut seen = Tables { size: 0, dead: 0 };
+    let mut sample = async || -> anyhow::Result<()> {
+        let row = db.query_one(&sizes, &[&schemas]).await?;
+        seen.size = seen.size.max(row.get(0));
+        seen.dead = seen.dead.max(row.get(1));
+        Ok(())
+    };
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(plan.every);
+    let out = loop {
+        tokio::select! {
+            out = &mut work => break out,
+            _ = tick.tick() => sample().await?,
+        }
+    };
+    sample().await?;
+    held.release().await?;
+    Ok((out, seen))
+}
+
 /// What one phase saw.
 struct Phase {
     began: Instant,
@@ -176,16 +225,7 @@ pub async fn drive(
     end: Instant,
 ) -> anyhow::Result<Vec<Figure>> {
     let db = connect(&plan.url).await?;
-    let sizes = db
-        .prepare(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8,
-                    coalesce(sum(s.n_dead_tup), 0)::int8
-             FROM pg_class c
-             JOIN pg_namespace n ON n.oid = c.relnamespace
-             LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
-             WHERE n.nspname = ANY($1) AND c.relkind = 'r'",
-        )
-        .await?;
+    let sizes = db.prepare(SIZES).await?;
     let boundaries = [start + plan.after, start + plan.after + plan.length, end];
     let mut phases: Vec<Phase> = Vec::with_capacity(3);
     let mut figures = Vec::with_capacity(3);

@@ -1,5 +1,8 @@
 //! Batched enqueue of a pre-fill, then the drain of that backlog by
-//! concurrent no-op consumers: two figures from one run.
+//! concurrent no-op consumers: two figures from one run. With `--hold`,
+//! for the systems that keep their tasks in PostgreSQL, the horizon is held
+//! from before the fill to the end of the drain, and the drain's figure
+//! carries the largest size and dead-tuple count of the system's tables.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -9,6 +12,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::figure::{workload, Figure};
+use crate::hold;
 use crate::payload;
 use crate::sink::Sink;
 use crate::system::System;
@@ -25,11 +29,44 @@ pub struct Sizes {
     pub max: Duration,
 }
 
-pub async fn run(system: &dyn System, s: Sizes) -> anyhow::Result<[Figure; 2]> {
+pub async fn run(
+    system: &dyn System,
+    s: Sizes,
+    hold: Option<&hold::Plan>,
+) -> anyhow::Result<[Figure; 2]> {
     system.reset().await?;
-    let filled = fill(system, s).await?;
-    let drained = drain(system, s, filled.tasks).await?;
-    Ok([filled, drained])
+    let both = async {
+        let filled = fill(system, s).await?;
+        let drained = drain(system, s, filled.tasks).await?;
+        anyhow::Ok([filled, drained])
+    };
+    let schemas = system.pg_schemas();
+    let Some(plan) = hold.filter(|_| !schemas.is_empty()) else {
+        return both.await;
+    };
+    let ([filled, drained], seen) = match hold::around(plan, schemas, both).await? {
+        (Ok(figures), seen) => (figures, seen),
+        (Err(e), _) => return Err(e),
+    };
+    let held = format!(
+        "horizon held ({:?}) from before the fill to the end of the drain: \
+         tables and indexes at most {:.2} MB, {} dead tuples",
+        plan.hold,
+        seen.size as f64 / 1e6,
+        seen.dead
+    );
+    let note = |f: &Figure| {
+        if f.note.is_empty() {
+            held.clone()
+        } else {
+            format!("{}; {held}", f.note)
+        }
+    };
+    let (filled_note, drained_note) = (note(&filled), note(&drained));
+    Ok([
+        filled.note(filled_note),
+        drained.note(drained_note).tables(seen.size, seen.dead),
+    ])
 }
 
 async fn fill(system: &dyn System, s: Sizes) -> anyhow::Result<Figure> {

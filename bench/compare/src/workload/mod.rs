@@ -17,6 +17,14 @@ use crate::system::System;
 pub async fn run_all(system: &dyn System, cfg: &Config) -> Vec<Figure> {
     let mut figures = Vec::new();
     let wants = |w: &str| cfg.workloads.iter().any(|x| x == w);
+    let hold = cfg.hold.map(|hold| hold::Plan {
+        url: cfg.postgres.clone(),
+        hold,
+        after: Duration::from_secs(cfg.hold_after),
+        length: Duration::from_secs(cfg.hold_for),
+        reader_txn: Duration::from_secs(cfg.reader_txn.max(1)),
+        every: Duration::from_secs(cfg.sample_every.max(1)),
+    });
     if wants("single") {
         for &clients in &cfg.clients {
             let got = single::run(system, clients, cfg.payload, cfg.single_secs).await;
@@ -24,7 +32,7 @@ pub async fn run_all(system: &dyn System, cfg: &Config) -> Vec<Figure> {
         }
     }
     if wants("batch-drain") {
-        figures.extend(batch_drain(system, cfg, cfg.payload, cfg.fill).await);
+        figures.extend(batch_drain(system, cfg, cfg.payload, cfg.fill, hold.as_ref()).await);
     }
     if wants("steady") {
         let offer = steady::Offer {
@@ -35,14 +43,6 @@ pub async fn run_all(system: &dyn System, cfg: &Config) -> Vec<Figure> {
             consumers: cfg.consumers,
             claim_batch: cfg.claim_batch,
         };
-        let hold = cfg.hold.map(|hold| hold::Plan {
-            url: cfg.postgres.clone(),
-            hold,
-            after: Duration::from_secs(cfg.hold_after),
-            length: Duration::from_secs(cfg.hold_for),
-            reader_txn: Duration::from_secs(cfg.reader_txn.max(1)),
-            every: Duration::from_secs(cfg.sample_every.max(1)),
-        });
         match steady::run(system, offer, hold.as_ref()).await {
             Ok(got) => figures.extend(got),
             Err(e) => figures.push(failed(
@@ -59,7 +59,7 @@ pub async fn run_all(system: &dyn System, cfg: &Config) -> Vec<Figure> {
             let got = single::run(system, 16, size, cfg.single_secs).await;
             figures.push(settle(got, system, workload::SINGLE, 16, size));
             let tasks = (cfg.big_fill_bytes / size.max(1) as u64).min(cfg.fill);
-            figures.extend(batch_drain(system, cfg, size, tasks).await);
+            figures.extend(batch_drain(system, cfg, size, tasks, None).await);
         }
     }
     // Leave the machine as it was found: no backlog in any system.
@@ -69,7 +69,13 @@ pub async fn run_all(system: &dyn System, cfg: &Config) -> Vec<Figure> {
     figures
 }
 
-async fn batch_drain(system: &dyn System, cfg: &Config, payload: usize, tasks: u64) -> Vec<Figure> {
+async fn batch_drain(
+    system: &dyn System,
+    cfg: &Config,
+    payload: usize,
+    tasks: u64,
+    hold: Option<&hold::Plan>,
+) -> Vec<Figure> {
     let sizes = drain::Sizes {
         tasks,
         payload,
@@ -81,7 +87,7 @@ async fn batch_drain(system: &dyn System, cfg: &Config, payload: usize, tasks: u
         claim_batch: cfg.claim_batch,
         max: Duration::from_secs(cfg.max_secs),
     };
-    match drain::run(system, sizes).await {
+    match drain::run(system, sizes, hold).await {
         Ok(figures) => figures.to_vec(),
         Err(e) => vec![
             failed(system, workload::BATCH, cfg.fill_producers, payload, &e),
