@@ -16,18 +16,23 @@ use crate::task::{Dependencies, NewTask, Parent, ParentFailure, TaskId};
 /// task naming it: parents come first.
 pub fn validate_in_batch(tasks: &[NewTask]) -> Result<(), StoreError> {
     for (i, t) in tasks.iter().enumerate() {
-        for p in &t.after {
-            if let Parent::InBatch(j) = *p {
-                if j as usize >= i {
-                    return Err(StoreError::bad_request(format!(
-                        "task {i} of the batch waits for task {j} of the batch: \
-                         a task may only wait for tasks before it"
-                    )));
-                }
-            }
+        if let Some(j) = position_not_before(t, i) {
+            return Err(StoreError::bad_request(format!(
+                "task {i} of the batch waits for task {j} of the batch: \
+                 a task may only wait for tasks before it"
+            )));
         }
     }
     Ok(())
+}
+
+/// The first position of its batch that `task`, at `position`, waits for
+/// and that is not before its own, if it names one.
+pub fn position_not_before(task: &NewTask, position: usize) -> Option<u32> {
+    task.after.iter().find_map(|p| match *p {
+        Parent::InBatch(j) if j as usize >= position => Some(j),
+        _ => None,
+    })
 }
 
 /// The ids a new task waits for, in the order named, each once: positions

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use spool_core::{EnqueueOutcome, NewTask, Parent, QueueName, Store};
+use spool_core::{deps, EnqueueOutcome, NewTask, QueueName, Store};
 
 use crate::client::{Client, EnqueueOptions};
 use crate::error::EnqueueError;
@@ -222,11 +222,7 @@ impl Batch {
 
 /// Refuses a position that is not before `position`, the task's own.
 fn check_positions(task: &NewTask, position: usize) -> Result<(), EnqueueError> {
-    let forward = task.after.iter().find_map(|p| match *p {
-        Parent::InBatch(at) if at as usize >= position => Some(at),
-        _ => None,
-    });
-    match forward {
+    match deps::position_not_before(task, position) {
         Some(at) => Err(EnqueueError::Batch {
             position,
             reason: format!(
@@ -242,7 +238,7 @@ fn check_positions(task: &NewTask, position: usize) -> Result<(), EnqueueError> 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use serde::{Deserialize, Serialize};
-    use spool_core::{ParentFailure, TaskId};
+    use spool_core::{Parent, ParentFailure, TaskId};
 
     use super::*;
 

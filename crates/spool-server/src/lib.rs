@@ -60,7 +60,7 @@ mod tls;
 mod unread;
 mod wire;
 
-pub use api::batch_tasks;
+pub use api::{batch_tasks, BatchError};
 pub use config::{ServerConfig, TlsConfig};
 pub use error::ApiError;
 pub use resp::{run_resp, RespLimits};

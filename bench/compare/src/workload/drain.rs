@@ -44,10 +44,8 @@ pub async fn run(
     let Some(plan) = hold.filter(|_| !schemas.is_empty()) else {
         return both.await;
     };
-    let ([filled, drained], seen) = match hold::around(plan, schemas, both).await? {
-        (Ok(figures), seen) => (figures, seen),
-        (Err(e), _) => return Err(e),
-    };
+    let (both, seen) = hold::around(plan, schemas, both).await?;
+    let [filled, drained] = both?;
     let held = format!(
         "horizon held ({:?}) from before the fill to the end of the drain: \
          tables and indexes at most {:.2} MB, {} dead tuples",

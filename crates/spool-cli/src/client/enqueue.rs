@@ -42,9 +42,8 @@ task an object with the API's fields: payload or payload_base64, kind,
 key, priority, delay_ms, run_at, max_attempts, lease_ms, group,
 traceparent, after, after_batch and if_parent_fails. after_batch names
 earlier tasks of the same file by position, from 0: a batch callback is a
-last task with every
-member's position in after_batch and \"if_parent_fails\": \"run\", pending
-until all of them have ended. The options that describe one task (--kind,
+last task with every member's position in after_batch and
+\"if_parent_fails\": \"run\", pending until all of them have ended. The options that describe one task (--kind,
 --payload, ...) do not go with --batch: each task of FILE says its own.
 
 Examples:

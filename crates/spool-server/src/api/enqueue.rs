@@ -169,13 +169,24 @@ fn parse(body: &JsonBody, headers: &HeaderMap) -> Result<Vec<NewTask>, ApiError>
     Ok(tasks_of(items)?)
 }
 
+/// Why [`batch_tasks`] refused a body.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    /// Not JSON of the batch body's shape (a field unknown, a type wrong).
+    #[error(transparent)]
+    Shape(#[from] serde_json::Error),
+    /// A task of it cannot be enqueued as given (named by its position when
+    /// the batch has several), or a position is not before its task's own.
+    #[error(transparent)]
+    Task(#[from] StoreError),
+}
+
 /// The tasks of a batch body, `{"tasks": [...]}`, read exactly as this
 /// endpoint reads one: for clients that take such a body from elsewhere
 /// (`spool enqueue --batch FILE`) and must take what the API takes.
-pub fn batch_tasks(json: &[u8]) -> Result<Vec<NewTask>, StoreError> {
-    let batch: EnqueueBatch<'_> =
-        serde_json::from_slice(json).map_err(|e| StoreError::bad_request(e.to_string()))?;
-    tasks_of(batch.tasks)
+pub fn batch_tasks(json: &[u8]) -> Result<Vec<NewTask>, BatchError> {
+    let batch: EnqueueBatch<'_> = serde_json::from_slice(json)?;
+    Ok(tasks_of(batch.tasks)?)
 }
 
 /// Every item's task, or the first item's error, named by its place when

@@ -10,7 +10,7 @@ use crate::state::AppState;
 
 mod claim;
 mod enqueue;
-pub use enqueue::batch_tasks;
+pub use enqueue::{batch_tasks, BatchError};
 pub(crate) mod groups;
 mod lease;
 pub(crate) mod lease_wait;

@@ -16,6 +16,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use spool_core::NewTask;
+use spool_server::BatchError;
 
 /// Said after a file that does not parse, since the usual mistake is its
 /// shape (a bare array, one task object).
@@ -40,17 +41,16 @@ pub(super) fn read(file: &Path) -> anyhow::Result<Vec<NewTask>> {
 }
 
 fn parse(bytes: &[u8]) -> anyhow::Result<Vec<NewTask>> {
-    spool_server::batch_tasks(bytes).map_err(|e| {
-        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        match first {
-            // serde reads a bare array as the struct's fields in order,
-            // which ends in "expected a sequence": say what it lacks.
-            Some(b'[') => anyhow::anyhow!(
+    spool_server::batch_tasks(bytes).map_err(|e| match e {
+        // serde reads a bare array as the struct's fields in order, which
+        // ends in "expected a sequence": say what it lacks.
+        BatchError::Shape(_) if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') => {
+            anyhow::anyhow!(
                 "it is a bare JSON array: wrap it in {{\"tasks\": ...}}, the HTTP API's batch body"
-            ),
-            _ if e.to_string().contains("tasks[") => anyhow::anyhow!("{e}"),
-            _ => anyhow::anyhow!("{e} ({SHAPE})"),
+            )
         }
+        BatchError::Shape(e) => anyhow::anyhow!("{e} ({SHAPE})"),
+        BatchError::Task(e) => e.into(),
     })
 }
 
@@ -138,5 +138,15 @@ mod tests {
                 "{file:.60}: {refused:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_bad_task_is_not_taken_for_a_file_of_the_wrong_shape() {
+        let refused = parse(br#"{"tasks": [{"max_attempts": 0}]}"#)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(refused.contains("max_attempts must be"), "{refused}");
+        assert!(!refused.contains(SHAPE), "{refused}");
     }
 }
